@@ -1,0 +1,42 @@
+"""xweave: an end-to-end optimizing compiler for deep learning on xDSL.
+
+The public Python API:
+
+* `load_onnx(path)` -> the model as a graph-dialect `builtin.module`
+* `build(module_or_path, target="llvm")` -> a compiled module; `module.run(**inputs)`
+  returns the outputs as a list of numpy arrays
+* `load_module(path)` -> a module exported with `module.export(path)`
+"""
+
+from xweave.errors import InputError, ModelError, UnsupportedOpsError, XweaveError
+
+__all__ = [
+    "InputError",
+    "ModelError",
+    "UnsupportedOpsError",
+    "XweaveError",
+    "build",
+    "load_module",
+    "load_onnx",
+]
+
+
+def load_onnx(path, input_shapes=None):
+    """Import an ONNX model (path or `onnx.ModelProto`) as a graph-dialect module."""
+    from xweave.frontend.onnx import load_onnx as _load
+
+    return _load(path, input_shapes=input_shapes)
+
+
+def build(module_or_path, target="llvm", **options):
+    """Compile a graph-dialect module (or an ONNX file) into a runnable module."""
+    from xweave.driver import build as _build
+
+    return _build(module_or_path, target=target, **options)
+
+
+def load_module(path):
+    """Load a module written by `CompiledModule.export`, without recompiling."""
+    from xweave.runtime.module import load_module as _load
+
+    return _load(path)

@@ -1,0 +1,25 @@
+"""The xDSL context that knows every dialect xweave reads and writes."""
+
+from xdsl.context import Context
+from xdsl.universe import Universe
+
+from xweave.dialects import get_all_dialects
+
+
+def make_context() -> Context:
+    """A context with xDSL's upstream dialects (builtin, arith, func, llvm, ...) and xweave's."""
+    ctx = Context()
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        ctx.register_dialect(name, factory)
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse_module(text: str, name: str = "<string>"):
+    """Parse textual IR into a verified `builtin.module`."""
+    from xdsl.parser import Parser
+
+    module = Parser(make_context(), text, name).parse_module()
+    module.verify()
+    return module

@@ -1,0 +1,85 @@
+"""`xweave.build`: from a model (ONNX file or graph-dialect module) to a runnable module."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.printer import Printer
+
+from xweave.errors import XweaveError
+
+TARGETS = ("llvm",)
+
+
+def _as_graph_module(module_or_path, input_shapes=None) -> ModuleOp:
+    if isinstance(module_or_path, ModuleOp):
+        return module_or_path.clone()
+    if isinstance(module_or_path, (str, os.PathLike)):
+        path = Path(module_or_path)
+        if path.suffix == ".mlir":
+            from xweave.context import parse_module
+
+            return parse_module(path.read_text(), str(path))
+    from xweave.frontend.onnx import load_onnx
+
+    return load_onnx(module_or_path, input_shapes=input_shapes)
+
+
+def print_module(module: ModuleOp) -> str:
+    """The module as text, exactly as `xweave-opt` prints it (dialect resources included)."""
+    import io
+
+    from xdsl.dialects.builtin import Builtin
+
+    stream = io.StringIO()
+    printer = Printer(stream=stream)
+    printer.print_op(module)
+    printer.print_metadata([Builtin])
+    print("\n", file=stream)
+    return stream.getvalue()
+
+
+def build(
+    module_or_path,
+    target: str = "llvm",
+    *,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    dump_ir: str | os.PathLike | None = None,
+):
+    """Compile a model for `target` and load it, ready to `run`.
+
+    `module_or_path` is a graph-dialect `ModuleOp`, an ONNX file or `onnx.ModelProto`,
+    or a `.mlir` file of the graph stage. `dump_ir=DIR` writes every stage of the
+    pipeline into DIR (`NN-<stage>.mlir`, then the optimized LLVM IR and assembly).
+    """
+    from xweave.pipeline import lower_to_llvm
+    from xweave.runtime.module import CompiledModule, signature_of
+
+    if target not in TARGETS:
+        raise XweaveError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+    module = _as_graph_module(module_or_path, input_shapes)
+    signature = signature_of(module)
+
+    dump_dir = Path(dump_ir) if dump_ir is not None else None
+    stage_index = 0
+    params = {}
+
+    def on_stage(name: str, stage_module: ModuleOp) -> None:
+        nonlocal stage_index, params
+        if name == "loop":
+            from xweave.lowering.loop_to_llvm import extract_params
+
+            params = extract_params(stage_module)
+        if dump_dir is not None:
+            dump_dir.mkdir(parents=True, exist_ok=True)
+            (dump_dir / f"{stage_index:02d}-{name}.mlir").write_text(print_module(stage_module))
+        stage_index += 1
+
+    lower_to_llvm(module, on_stage)
+    compiled = CompiledModule.from_llvm_module(module, params, signature)
+    if dump_dir is not None:
+        (dump_dir / f"{stage_index:02d}-optimized.ll").write_text(compiled.llvm_ir)
+        (dump_dir / f"{stage_index + 1:02d}-assembly.s").write_text(compiled.assembly)
+    return compiled

@@ -1,0 +1,19 @@
+"""User-facing errors: what is wrong and where. The CLIs print them without a traceback."""
+
+
+class XweaveError(Exception):
+    """Base of every error a user can cause (bad model, bad IR, bad inputs)."""
+
+    exit_code = 2
+
+
+class UnsupportedOpsError(XweaveError):
+    """The model uses operators xweave cannot compile; lists every one of them."""
+
+
+class ModelError(XweaveError):
+    """The model file is malformed, or its shapes cannot be inferred."""
+
+
+class InputError(XweaveError):
+    """`run` was given a missing, extra, or wrongly shaped/typed input."""
