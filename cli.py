@@ -15,6 +15,8 @@ class XweaveOptMain(xDSLOptMain):
     """xdsl-opt with every xweave dialect and pass registered."""
 
     def register_all_dialects(self):
+        import xweave.dialects.graph  # noqa: F401  (installs the resource-blob store)
+
         super().register_all_dialects()
         from xweave.dialects import get_all_dialects
 

@@ -8,6 +8,10 @@ from xweave.dialects import get_all_dialects
 
 def make_context() -> Context:
     """A context with xDSL's upstream dialects (builtin, arith, func, llvm, ...) and xweave's."""
+    # Importing the graph dialect installs the resource-blob store that keeps weights
+    # intact when the same handle is parsed twice in one process.
+    import xweave.dialects.graph  # noqa: F401
+
     ctx = Context()
     for name, factory in Universe.get_multiverse().all_dialects.items():
         ctx.register_dialect(name, factory)

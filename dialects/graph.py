@@ -1,0 +1,993 @@
+"""The `graph` dialect: whole-tensor deep-learning operators with static shapes.
+
+This is the first IR stage (see docs/architecture.md): the ONNX frontend produces
+`graph` ops on builtin `tensor<...>` values inside `func.func @main`, and
+`convert-graph-to-te` lowers every op except `graph.constant` to tensor expressions.
+
+Every op class carries `pattern_kind` (TVM's operator pattern) so that fusion can
+decide what may be grouped. Static data (strides, pads, ...) lives in properties,
+written in the attribute dictionary:
+
+```mlir
+%w = graph.constant dense_resource<conv1_w_1a2b3c4d> : tensor<4x3x3x3xf32>
+%y = graph.conv2d %x, %w {dilations = array<i64: 1, 1>, groups = 1 : i64,
+                          pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+     : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+%r = graph.relu %y : tensor<1x4x8x8xf32>
+```
+
+Weights are `dense_resource` blobs kept in the builtin dialect's resource store and
+printed in the module's `{-# dialect_resources: {builtin: {...}} #-}` section, so the
+text form round-trips on its own (`ConstantOp.from_array`, `constant_value`).
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import re
+from collections.abc import Sequence
+from enum import IntEnum
+from math import prod
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
+from xdsl.dialects.builtin import (
+    Builtin,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    TensorType,
+    f16,
+    f32,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.interfaces import HasFolderInterface
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParamAttrConstraint,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import ConstantLike, Pure
+from xdsl.utils.exceptions import VerifyException
+
+# --------------------------------------------------------------------------------------
+# Operator patterns (TVM's OpPatternKind, same order and values)
+# --------------------------------------------------------------------------------------
+
+
+class PatternKind(IntEnum):
+    """How an operator's outputs depend on its inputs; larger is harder to fuse."""
+
+    ELEMWISE = 0
+    """out[i] = f(in[i]) with identical shapes."""
+    BROADCAST = 1
+    """Elementwise with numpy broadcasting of the inputs."""
+    INJECTIVE = 2
+    """Each output element reads one input element (reshape, transpose, ...)."""
+    REDUCTION = 3
+    """Commutative reduction over some axes (global pools, sums)."""
+    OUT_ELEMWISE_FUSABLE = 4
+    """Complex op (conv2d, dense, pools) whose output can absorb elementwise ops."""
+    OPAQUE = 8
+    """Not fusable (constants, anything unknown)."""
+
+
+class _PatternKindDef(property):
+    """An op class's PatternKind, readable on the class and on its instances.
+
+    xDSL only accepts UPPER_CASE ClassVars on op definitions, but lets properties
+    through; this property also answers on the class (`Conv2dOp.pattern_kind`).
+    """
+
+    def __init__(self, kind: PatternKind):
+        super().__init__(lambda _op: kind)
+        self.kind = kind
+
+    def __get__(self, obj: object, objtype: type | None = None) -> PatternKind:  # pyright: ignore
+        return self.kind
+
+
+def pattern_kind_def(kind: PatternKind) -> PatternKind:
+    """Declare `pattern_kind` on a graph op class: `pattern_kind = pattern_kind_def(K)`."""
+    return _PatternKindDef(kind)  # pyright: ignore[reportReturnType]
+
+
+# --------------------------------------------------------------------------------------
+# Shape helpers (shared by verifiers, builders, the interpreter and the frontend)
+# --------------------------------------------------------------------------------------
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
+    """numpy's broadcast of `shapes`, or None if they are incompatible."""
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        return None
+
+
+def window_output_size(
+    size: int,
+    kernel: int,
+    stride: int,
+    pad_begin: int,
+    pad_end: int,
+    dilation: int = 1,
+    ceil_mode: bool = False,
+) -> int:
+    """Output length of a sliding window (ONNX conv/pool formula, incl. ceil_mode).
+
+    With ceil_mode a last window that would start inside the end padding is dropped
+    (ONNX, onnxruntime and PyTorch agree on this).
+    """
+    span = dilation * (kernel - 1) + 1
+    room = size + pad_begin + pad_end - span
+    if not ceil_mode:
+        return room // stride + 1
+    out = -(-room // stride) + 1
+    if (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
+def conv2d_output_shape(
+    input_shape: Sequence[int],
+    weight_shape: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[int, ...]:
+    """[N, O, OH, OW] of an NCHW x OIHW convolution (pads: top, left, bottom, right)."""
+    n, _, h, w = input_shape
+    o, _, kh, kw = weight_shape
+    oh = window_output_size(h, kh, strides[0], pads[0], pads[2], dilations[0])
+    ow = window_output_size(w, kw, strides[1], pads[1], pads[3], dilations[1])
+    return (n, o, oh, ow)
+
+
+def pool2d_output_shape(
+    input_shape: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int] = (1, 1),
+    ceil_mode: bool = False,
+) -> tuple[int, ...]:
+    """[N, C, OH, OW] of a 2-D pool on NCHW data (pads: top, left, bottom, right)."""
+    n, c, h, w = input_shape
+    oh = window_output_size(h, kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
+    ow = window_output_size(w, kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
+    return (n, c, oh, ow)
+
+
+def matmul_output_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
+    """numpy matmul's result shape for rank >= 2 operands, or None if incompatible."""
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+        return None
+    batch = broadcast_shape(a[:-2], b[:-2])
+    if batch is None:
+        return None
+    return (*batch, a[-2], b[-1])
+
+
+def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+    typ = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(typ, TensorType)
+    return typ.get_shape()
+
+
+def _tensor(element_type: Attribute, shape: Sequence[int]) -> TensorType:
+    return TensorType(element_type, [int(d) for d in shape])
+
+
+# --------------------------------------------------------------------------------------
+# Element types <-> numpy dtypes
+# --------------------------------------------------------------------------------------
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The numpy dtype holding values of a builtin element type."""
+    if isinstance(element_type, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(element_type, Float64Type):
+        return np.dtype(np.float64)
+    if isinstance(element_type, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        if width in (8, 16, 32, 64):
+            unsigned = element_type.signedness.data == Signedness.UNSIGNED
+            return np.dtype(f"{'u' if unsigned else 'i'}{width // 8}")
+    raise ValueError(f"no numpy dtype for element type {element_type}")
+
+
+def element_type_of(dtype: np.dtype) -> Attribute:
+    """The builtin element type for a numpy dtype (ints are signless, uints unsigned)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32:
+        return f32
+    if dtype == np.float64:
+        return f64
+    if dtype == np.float16:
+        return f16
+    if dtype == np.bool_:
+        return i1
+    if dtype.kind == "i":
+        return IntegerType(dtype.itemsize * 8)
+    if dtype.kind == "u":
+        return IntegerType(dtype.itemsize * 8, Signedness.UNSIGNED)
+    raise ValueError(f"unsupported constant dtype {dtype}")
+
+
+# --------------------------------------------------------------------------------------
+# The weight blob store
+# --------------------------------------------------------------------------------------
+
+
+class _ResourceStore(OpAsmDialectInterface):
+    """The builtin dialect's blob store, with parse-stable handles.
+
+    xDSL 0.74's store renames a handle that already exists when it is parsed again
+    (`w` -> `w_0`) but stores the blob under yet another name, so a module printed and
+    re-parsed in the same process loses its weights. Here equal handles denote the same
+    resource (as in one MLIR context); `ConstantOp.from_array` keeps handles unique by
+    hashing the content into them.
+    """
+
+    def declare_resource(self, key: str) -> str:
+        self._blob_storage.setdefault(key, "")
+        return key
+
+
+def resource_store() -> OpAsmDialectInterface:
+    """The builtin dialect's blob store, made parse-stable (installed on import)."""
+    store = Builtin.get_interface(OpAsmDialectInterface)
+    if store is None or not isinstance(store, _ResourceStore):
+        fixed = _ResourceStore()
+        if store is not None:
+            fixed._blob_storage = store._blob_storage  # keep blobs already known
+            Builtin._interfaces.remove(store)
+        Builtin._interfaces.append(fixed)
+        store = fixed
+    return store
+
+
+resource_store()
+
+_ARRAY_CACHE: dict[str, tuple[str, np.ndarray]] = {}
+"""handle -> (blob string, decoded read-only array), to decode each blob once."""
+
+INLINE_LIMIT = 16
+"""Constants with at most this many elements are printed inline as `dense<...>`."""
+
+
+def _encode_blob(array: np.ndarray) -> str:
+    # MLIR's blob encoding: "0x", the alignment as little-endian u32, then the bytes.
+    alignment = max(array.dtype.itemsize, 1).to_bytes(4, "little")
+    return "0x" + (alignment + array.tobytes()).hex().upper()
+
+
+def _decode_blob(blob: str, dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
+    array = np.frombuffer(bytes.fromhex(blob[10:]), dtype=dtype).reshape(shape)
+    array.flags.writeable = False
+    return array
+
+
+def _resource_handle(name: str, array: np.ndarray) -> str:
+    """A valid, process-unique handle: sanitized name + short content hash."""
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", name) or "const"
+    if not (safe[0].isalpha() or safe[0] == "_"):
+        safe = "c_" + safe
+    digest = hashlib.blake2b(digest_size=4)
+    digest.update(f"{array.dtype.str}{array.shape}".encode())
+    digest.update(array.tobytes())
+    return f"{safe}_{digest.hexdigest()}"
+
+
+def _register_blob(name: str, array: np.ndarray) -> str:
+    store = resource_store()
+    base_key = key = _resource_handle(name, array)
+    blob = _encode_blob(array)
+    counter = 0
+    while (existing := store.lookup(key)) and existing != blob:
+        counter += 1  # a hash collision: keep both
+        key = f"{base_key}_{counter}"
+    if not existing:
+        store.declare_resource(key)
+        store.parse_resource(key, blob)
+    readonly = array.copy()
+    readonly.flags.writeable = False
+    _ARRAY_CACHE[key] = (store.lookup(key) or blob, readonly)
+    return key
+
+
+def constant_value(op: ConstantOp) -> np.ndarray:
+    """The value of a `graph.constant` as a read-only numpy array of its type."""
+    typ = op.result.type
+    assert isinstance(typ, TensorType)
+    dtype, shape = numpy_dtype(typ.element_type), typ.get_shape()
+    value = op.value
+    if isinstance(value, DenseIntOrFPElementsAttr):
+        data = value.data.data
+        count = prod(shape)
+        if len(data) == dtype.itemsize and count != 1:  # splat
+            data = data * count
+        array = np.frombuffer(data, dtype=dtype).reshape(shape)
+        array.flags.writeable = False
+        return array
+    key = value.resource_handle.data
+    blob = resource_store().lookup(key)
+    if not blob:
+        raise VerifyException(
+            f"graph.constant: no data for dense_resource<{key}> (missing from the "
+            "module's dialect_resources section)"
+        )
+    cached = _ARRAY_CACHE.get(key)
+    if cached is not None and cached[0] is blob and cached[1].shape == tuple(shape):
+        return cached[1]
+    array = _decode_blob(blob, dtype, shape)
+    _ARRAY_CACHE[key] = (blob, array)
+    return array
+
+
+# --------------------------------------------------------------------------------------
+# Base classes
+# --------------------------------------------------------------------------------------
+
+
+class GraphOperation(IRDLOperation, abc.ABC):
+    """Base of every graph op: static tensor shapes, one element type throughout."""
+
+    pattern_kind = pattern_kind_def(PatternKind.OPAQUE)
+
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def verify_(self) -> None:
+        types = [v.type for v in (*self.operands, *self.results)]
+        for typ in types:  # all TensorType, by the operand/result constraints
+            if any(d < 0 for d in typ.get_shape()):  # pyright: ignore[reportAttributeAccessIssue]
+                raise self._fail(f"expected a static shape but got {typ}")
+        elements = {t.element_type for t in types}  # pyright: ignore[reportAttributeAccessIssue]
+        if len(elements) > 1:
+            names = ", ".join(sorted(str(e) for e in elements))
+            raise self._fail(f"expected one element type but got {names}")
+        self.verify_shapes()
+
+    def verify_shapes(self) -> None:
+        """Op-specific checks; shapes are static and element types agree."""
+
+    def _fail(self, message: str) -> VerifyException:
+        return VerifyException(f"{self.name}: {message}")
+
+    def _expect_result_shape(self, expected: Sequence[int]) -> None:
+        got = _shape(self.results[0])
+        if tuple(expected) != got:
+            raise self._fail(f"expected result shape {list(expected)} but got {list(got)}")
+
+    def _expect_rank(self, what: str, value: SSAValue, rank: int) -> None:
+        if len(_shape(value)) != rank:
+            raise self._fail(f"expected {what} of rank {rank} but got {value.type}")
+
+    def _expect_len(self, prop: str, values: Sequence[int], length: int, minimum: int) -> None:
+        if len(values) != length:
+            raise self._fail(f"expected {length} values in {prop} but got {list(values)}")
+        if any(v < minimum for v in values):
+            raise self._fail(f"expected {prop} >= {minimum} but got {list(values)}")
+
+
+@irdl_op_definition
+class ConstantOp(GraphOperation, HasFolderInterface):
+    """A constant tensor: inline `dense<...>` or a `dense_resource<...>` weight blob."""
+
+    name = "graph.constant"
+    pattern_kind = pattern_kind_def(PatternKind.OPAQUE)
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    value = prop_def(
+        ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, base(BytesAttr)))
+        | ParamAttrConstraint(DenseResourceAttr, (base(Attribute), T))
+    )
+    result = result_def(T)
+
+    traits = traits_def(Pure(), ConstantLike())
+    assembly_format = "$value attr-dict"
+
+    def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
+        super().__init__(result_types=[value.type], properties={"value": value})
+
+    @staticmethod
+    def from_array(name: str, array: np.ndarray) -> ConstantOp:
+        """A constant holding `array`: inline if small, else a named resource blob."""
+        array = np.asarray(array)  # (ascontiguousarray would make 0-d arrays 1-d)
+        array = np.require(array.astype(array.dtype.newbyteorder("<"), copy=False), requirements="C")
+        typ = _tensor(element_type_of(array.dtype), array.shape)
+        if array.size <= INLINE_LIMIT:
+            return ConstantOp(DenseIntOrFPElementsAttr(typ, BytesAttr(array.tobytes())))
+        return ConstantOp(DenseResourceAttr.from_params(_register_blob(name, array), typ))
+
+    def fold(self) -> tuple[Attribute, ...]:
+        return (self.value,)
+
+    def verify_shapes(self) -> None:
+        if isinstance(self.value, DenseResourceAttr):
+            key = self.value.resource_handle.data
+            blob = resource_store().lookup(key)
+            if not blob:
+                raise self._fail(f"no data for dense_resource<{key}>")
+            typ = self.result.type
+            assert isinstance(typ, TensorType)
+            nbytes = prod(typ.get_shape()) * numpy_dtype(typ.element_type).itemsize
+            if len(blob) != 10 + 2 * nbytes:
+                raise self._fail(
+                    f"dense_resource<{key}> holds {(len(blob) - 10) // 2} bytes but "
+                    f"{typ} needs {nbytes}"
+                )
+
+
+class _WeightedOp(GraphOperation, abc.ABC):
+    """input, weight and an optional bias (conv2d, dense)."""
+
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+    )
+
+
+@irdl_op_definition
+class Conv2dOp(_WeightedOp):
+    """2-D convolution, NCHW data, OIHW weights, optional bias [O], grouped and dilated."""
+
+    name = "graph.conv2d"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    strides = prop_def(DenseArrayBase.constr(i64))
+    pads = prop_def(DenseArrayBase.constr(i64))
+    dilations = prop_def(DenseArrayBase.constr(i64))
+    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            shape = conv2d_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
+            result_type = _tensor(input.type.element_type, shape)  # pyright: ignore
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]],
+            result_types=[result_type],
+            properties={
+                "strides": _i64_array(strides),
+                "pads": _i64_array(pads),
+                "dilations": _i64_array(dilations),
+                "groups": IntegerAttr(groups, i64),
+            },
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 4)
+        self._expect_rank("weight", self.weight, 4)
+        strides, pads = self.strides.get_values(), self.pads.get_values()
+        dilations, groups = self.dilations.get_values(), self.groups.value.data
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        if groups < 1:
+            raise self._fail(f"expected groups >= 1 but got {groups}")
+        (_, channels, _, _), (out_channels, group_channels, _, _) = (
+            _shape(self.input),
+            _shape(self.weight),
+        )
+        if channels != group_channels * groups:
+            raise self._fail(
+                f"input has {channels} channels but weight expects "
+                f"{group_channels} x {groups} groups = {group_channels * groups}"
+            )
+        if out_channels % groups:
+            raise self._fail(f"{out_channels} output channels are not divisible by {groups} groups")
+        if self.bias is not None and _shape(self.bias) != (out_channels,):
+            raise self._fail(f"expected bias shape [{out_channels}] but got {list(_shape(self.bias))}")
+        expected = conv2d_output_shape(_shape(self.input), _shape(self.weight), strides, pads, dilations)
+        if min(expected) < 1:
+            raise self._fail(f"kernel does not fit: output shape would be {list(expected)}")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class DenseOp(_WeightedOp):
+    """Fully connected layer: x [M, K], w [N, K], optional b [N] -> x @ w.T + b."""
+
+    name = "graph.dense"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            shape = (_shape(input)[0], _shape(weight)[0])
+            result_type = _tensor(input.type.element_type, shape)  # pyright: ignore
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]], result_types=[result_type]
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 2)
+        self._expect_rank("weight", self.weight, 2)
+        (m, k), (n, wk) = _shape(self.input), _shape(self.weight)
+        if k != wk:
+            raise self._fail(f"input has K = {k} but weight has K = {wk}")
+        if self.bias is not None and _shape(self.bias) != (n,):
+            raise self._fail(f"expected bias shape [{n}] but got {list(_shape(self.bias))}")
+        self._expect_result_shape((m, n))
+
+
+@irdl_op_definition
+class MatmulOp(GraphOperation):
+    """numpy matmul of rank >= 2 tensors, broadcasting the batch dimensions."""
+
+    name = "graph.matmul"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            shape = matmul_output_shape(_shape(lhs), _shape(rhs))
+            assert shape is not None, "graph.matmul: incompatible operand shapes"
+            result_type = _tensor(lhs.type.element_type, shape)  # pyright: ignore
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_shapes(self) -> None:
+        a, b = _shape(self.lhs), _shape(self.rhs)
+        if len(a) < 2 or len(b) < 2:
+            raise self._fail(f"expected operands of rank >= 2 but got ranks {len(a)} and {len(b)}")
+        if a[-1] != b[-2]:
+            raise self._fail(f"contracting dimensions differ: {list(a)} x {list(b)}")
+        expected = matmul_output_shape(a, b)
+        if expected is None:
+            raise self._fail(f"batch dimensions of {list(a)} and {list(b)} do not broadcast")
+        self._expect_result_shape(expected)
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise families
+# --------------------------------------------------------------------------------------
+
+
+class BinaryOperation(GraphOperation, abc.ABC):
+    """Elementwise binary op with numpy broadcasting; result type = broadcast shape."""
+
+    pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            shape = broadcast_shape(_shape(lhs), _shape(rhs))
+            assert shape is not None, f"{self.name}: operand shapes do not broadcast"
+            result_type = _tensor(lhs.type.element_type, shape)  # pyright: ignore
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_shapes(self) -> None:
+        a, b = _shape(self.lhs), _shape(self.rhs)
+        expected = broadcast_shape(a, b)
+        if expected is None:
+            raise self._fail(f"operand shapes {list(a)} and {list(b)} are not broadcast-compatible")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class AddOp(BinaryOperation):
+    """lhs + rhs."""
+
+    name = "graph.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOperation):
+    """lhs - rhs."""
+
+    name = "graph.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOperation):
+    """lhs * rhs."""
+
+    name = "graph.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOperation):
+    """lhs / rhs."""
+
+    name = "graph.div"
+
+
+@irdl_op_definition
+class MaxOp(BinaryOperation):
+    """Elementwise maximum."""
+
+    name = "graph.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryOperation):
+    """Elementwise minimum."""
+
+    name = "graph.min"
+
+
+@irdl_op_definition
+class PowOp(BinaryOperation):
+    """lhs ** rhs."""
+
+    name = "graph.pow"
+
+
+class UnaryOperation(GraphOperation, abc.ABC):
+    """Elementwise unary op; the result type equals the operand type."""
+
+    pattern_kind = pattern_kind_def(PatternKind.ELEMWISE)
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$input attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[input.type])
+
+
+@irdl_op_definition
+class ReluOp(UnaryOperation):
+    """max(x, 0)."""
+
+    name = "graph.relu"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOperation):
+    """1 / (1 + exp(-x))."""
+
+    name = "graph.sigmoid"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOperation):
+    """tanh(x)."""
+
+    name = "graph.tanh"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOperation):
+    """exp(x)."""
+
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class NegOp(UnaryOperation):
+    """-x."""
+
+    name = "graph.neg"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOperation):
+    """sqrt(x)."""
+
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class AbsOp(UnaryOperation):
+    """|x|."""
+
+    name = "graph.abs"
+
+
+@irdl_op_definition
+class ClipOp(UnaryOperation):
+    """min(max(x, min), max) (as ONNX: all elements become max if min > max)."""
+
+    name = "graph.clip"
+
+    min = prop_def(FloatAttr.constr(base(Float64Type)))
+    max = prop_def(FloatAttr.constr(base(Float64Type)))
+
+    def __init__(self, input: SSAValue, min: float = float("-inf"), max: float = float("inf")):
+        IRDLOperation.__init__(
+            self,
+            operands=[input],
+            result_types=[input.type],
+            properties={"min": FloatAttr(float(min), f64), "max": FloatAttr(float(max), f64)},
+        )
+
+
+# --------------------------------------------------------------------------------------
+# Pools
+# --------------------------------------------------------------------------------------
+
+
+class _NCHWOperation(GraphOperation, abc.ABC):
+    """One NCHW input, one NCHW result of a computed shape."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def expected_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 4)
+        self._expect_result_shape(self.expected_shape())
+
+
+class _WindowPoolOperation(_NCHWOperation, abc.ABC):
+    """max_pool2d / avg_pool2d: a kernel window slid with strides over padded input."""
+
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    kernel = prop_def(DenseArrayBase.constr(i64))
+    strides = prop_def(DenseArrayBase.constr(i64))
+    pads = prop_def(DenseArrayBase.constr(i64))
+    ceil_mode = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def window_dilations(self) -> tuple[int, ...]:
+        return (1, 1)
+
+    def expected_shape(self) -> tuple[int, ...]:
+        kernel, strides = self.kernel.get_values(), self.strides.get_values()
+        pads, dilations = self.pads.get_values(), self.window_dilations()
+        self._expect_len("kernel", kernel, 2, 1)
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        span = [d * (k - 1) + 1 for k, d in zip(kernel, dilations)]
+        if pads[0] >= span[0] or pads[2] >= span[0] or pads[1] >= span[1] or pads[3] >= span[1]:
+            raise self._fail(f"pads {list(pads)} must be smaller than the window {span}")
+        shape = pool2d_output_shape(
+            _shape(self.input), kernel, strides, pads, dilations, bool(self.ceil_mode.value.data)
+        )
+        if min(shape) < 1:
+            raise self._fail(f"window does not fit: output shape would be {list(shape)}")
+        return shape
+
+
+def _pool_props(kernel, strides, pads, ceil_mode) -> dict[str, Attribute]:
+    return {
+        "kernel": _i64_array(kernel),
+        "strides": _i64_array(strides),
+        "pads": _i64_array(pads),
+        "ceil_mode": IntegerAttr(int(ceil_mode), i1),
+    }
+
+
+def _pool_result(input: SSAValue, *args) -> TensorType:
+    return _tensor(input.type.element_type, pool2d_output_shape(_shape(input), *args))  # pyright: ignore
+
+
+@irdl_op_definition
+class MaxPool2dOp(_WindowPoolOperation):
+    """2-D max pooling on NCHW; padding never wins (it counts as -inf)."""
+
+    name = "graph.max_pool2d"
+
+    dilations = prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        ceil_mode: bool = False,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            result_type = _pool_result(input, kernel, strides, pads, dilations, ceil_mode)
+        props = _pool_props(kernel, strides, pads, ceil_mode)
+        props["dilations"] = _i64_array(dilations)
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+
+    def window_dilations(self) -> tuple[int, ...]:
+        return self.dilations.get_values()
+
+
+@irdl_op_definition
+class AvgPool2dOp(_WindowPoolOperation):
+    """2-D average pooling on NCHW; count_include_pad divides by the padded window."""
+
+    name = "graph.avg_pool2d"
+
+    count_include_pad = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        ceil_mode: bool = False,
+        count_include_pad: bool = False,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            result_type = _pool_result(input, kernel, strides, pads, (1, 1), ceil_mode)
+        props = _pool_props(kernel, strides, pads, ceil_mode)
+        props["count_include_pad"] = IntegerAttr(int(count_include_pad), i1)
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+
+
+class _GlobalPoolOperation(_NCHWOperation, abc.ABC):
+    """Reduce H and W of NCHW data to 1x1."""
+
+    pattern_kind = pattern_kind_def(PatternKind.REDUCTION)
+
+    def __init__(self, input: SSAValue):
+        n, c, _, _ = _shape(input)
+        super().__init__(operands=[input], result_types=[_tensor(input.type.element_type, (n, c, 1, 1))])  # pyright: ignore
+
+    def expected_shape(self) -> tuple[int, ...]:
+        n, c, _, _ = _shape(self.input)
+        return (n, c, 1, 1)
+
+
+@irdl_op_definition
+class GlobalAvgPool2dOp(_GlobalPoolOperation):
+    """Mean over H and W: [N, C, H, W] -> [N, C, 1, 1]."""
+
+    name = "graph.global_avg_pool2d"
+
+
+@irdl_op_definition
+class GlobalMaxPool2dOp(_GlobalPoolOperation):
+    """Maximum over H and W: [N, C, H, W] -> [N, C, 1, 1]."""
+
+    name = "graph.global_max_pool2d"
+
+
+# --------------------------------------------------------------------------------------
+# Layout
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReshapeOp(GraphOperation):
+    """Row-major reshape to the result type (same number of elements)."""
+
+    name = "graph.reshape"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(operands=[input], result_types=[_tensor(input.type.element_type, shape)])  # pyright: ignore
+
+    def verify_shapes(self) -> None:
+        a, b = _shape(self.input), _shape(self.result)
+        if prod(a) != prod(b):
+            raise self._fail(
+                f"cannot reshape {list(a)} ({prod(a)} elements) to {list(b)} ({prod(b)} elements)"
+            )
+
+
+@irdl_op_definition
+class TransposeOp(GraphOperation):
+    """Permute dimensions: result.shape[i] = input.shape[perm[i]]."""
+
+    name = "graph.transpose"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    perm = prop_def(DenseArrayBase.constr(i64))
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, perm: Sequence[int]):
+        shape = [_shape(input)[p] for p in perm]
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(input.type.element_type, shape)],  # pyright: ignore
+            properties={"perm": _i64_array(perm)},
+        )
+
+    def verify_shapes(self) -> None:
+        a, perm = _shape(self.input), self.perm.get_values()
+        if sorted(perm) != list(range(len(a))):
+            raise self._fail(f"perm {list(perm)} is not a permutation of {len(a)} dimensions")
+        self._expect_result_shape([a[p] for p in perm])
+
+
+Graph = Dialect(
+    "graph",
+    [
+        ConstantOp,
+        Conv2dOp,
+        DenseOp,
+        MatmulOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        MaxOp,
+        MinOp,
+        PowOp,
+        ReluOp,
+        SigmoidOp,
+        TanhOp,
+        ExpOp,
+        NegOp,
+        SqrtOp,
+        AbsOp,
+        ClipOp,
+        MaxPool2dOp,
+        AvgPool2dOp,
+        GlobalAvgPool2dOp,
+        GlobalMaxPool2dOp,
+        ReshapeOp,
+        TransposeOp,
+    ],
+    [],
+)
