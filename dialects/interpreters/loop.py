@@ -1,0 +1,444 @@
+"""Reference semantics of the loop stage, on numpy arrays.
+
+Buffers (memrefs) are numpy arrays, written in place; `index` values are Python ints;
+scalars are numpy scalars of their exact type (so f32 code computes in f32), vectors
+1-D numpy arrays. Besides the `loop` dialect (globals included, whose `dense` or
+`dense_resource` values become read-only arrays) this covers what the loop stage uses
+beyond xDSL's interpreters: `memref.get_global`, `vector` and `math` ops, and the
+`arith` ops that xDSL's interpreter lacks or that fail on numpy values.
+`make_interpreter` registers these with `override=True`.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
+from xdsl.dialects import arith, math, memref, vector
+from xdsl.dialects.builtin import (
+    Builtin,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    Signedness,
+    SymbolRefAttr,
+    VectorType,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    OpImplResult,
+    PythonValues,
+    ReturnedValues,
+    TerminatorValue,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.ir import Attribute, Operation
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import InterpretationError
+
+from xweave.dialects import loop
+
+_FLOAT_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The numpy dtype holding values of a builtin scalar type."""
+    if isinstance(element_type, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        if width not in (8, 16, 32, 64):
+            raise NotImplementedError(f"no numpy dtype for {element_type}")
+        unsigned = element_type.signedness.data == Signedness.UNSIGNED
+        return np.dtype(f"{'u' if unsigned else ''}int{width}")
+    if element_type.name in _FLOAT_DTYPES:
+        return np.dtype(_FLOAT_DTYPES[element_type.name])
+    raise NotImplementedError(f"no numpy dtype for {element_type}")
+
+
+def _cast(value: Any, type: Attribute) -> Any:
+    """`value` as a value of `type`: numpy array for vectors, int for index, else numpy scalar."""
+    if isinstance(type, VectorType):
+        return np.asarray(value).astype(numpy_dtype(type.element_type))
+    if isinstance(type, IndexType):
+        return int(value)
+    return np.asarray(value).astype(numpy_dtype(type))[()]  # wraps like a C cast
+
+
+def _is_vector(*values: Any) -> bool:
+    return any(isinstance(v, np.ndarray) for v in values)
+
+
+def _elementwise(fn: Callable[..., Any]):
+    """An implementation applying numpy `fn` to the operands, cast to the result type."""
+
+    def run(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        with np.errstate(all="ignore"):  # inf/nan results are values, not errors
+            return (_cast(fn(*args), op.results[0].type),)
+
+    return run
+
+
+def _fused(a: Any, b: Any, c: Any) -> Any:
+    """a * b + c with a single rounding (computed in f64, then cast by the caller)."""
+    return np.asarray(a, np.float64) * b + np.asarray(c, np.float64)
+
+
+_erf = np.vectorize(pymath.erf, otypes=[np.float64])
+
+
+def _round_half_away(x: Any) -> Any:
+    """math.round: to the nearest integer, halfway cases away from zero."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def _unsigned(value: Any, type: Attribute) -> Any:
+    """An integer (or vector of them) of `type` reinterpreted as unsigned."""
+    if isinstance(type, VectorType):
+        type = type.element_type
+    assert isinstance(type, IntegerType)
+    return np.asarray(value).astype(f"uint{max(8, type.width.data)}")
+
+
+def _int_op(upstream: Callable[..., OpImplResult], vector_fn: Callable[..., Any] | None = None):
+    """xDSL's scalar integer op on Python ints; `vector_fn` (numpy) on vectors."""
+
+    def run(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        if not _is_vector(*args):
+            return upstream(self, interpreter, op, tuple(int(a) for a in args)).values
+        if vector_fn is None:
+            raise InterpretationError(f"{op.name} on vectors is not implemented")
+        with np.errstate(all="ignore"):
+            return (_cast(vector_fn(*args), op.results[0].type),)
+
+    return run
+
+
+_CMPF = {
+    0: lambda a, b, o: np.zeros_like(o),  # false
+    1: lambda a, b, o: (a == b) & o,  # oeq
+    2: lambda a, b, o: (a > b) & o,  # ogt
+    3: lambda a, b, o: (a >= b) & o,  # oge
+    4: lambda a, b, o: (a < b) & o,  # olt
+    5: lambda a, b, o: (a <= b) & o,  # ole
+    6: lambda a, b, o: (a != b) & o,  # one
+    7: lambda a, b, o: o,  # ord
+    8: lambda a, b, o: (a == b) | ~o,  # ueq
+    9: lambda a, b, o: (a > b) | ~o,  # ugt
+    10: lambda a, b, o: (a >= b) | ~o,  # uge
+    11: lambda a, b, o: (a < b) | ~o,  # ult
+    12: lambda a, b, o: (a <= b) | ~o,  # ule
+    13: lambda a, b, o: (a != b) | ~o,  # une
+    14: lambda a, b, o: ~o,  # uno
+    15: lambda a, b, o: np.ones_like(o),  # true
+}
+
+_REDUCTIONS: dict[str, Callable[[np.ndarray], Any]] = {
+    "add": np.sum,
+    "mul": np.prod,
+    "maxnumf": np.nanmax,
+    "minnumf": np.nanmin,
+    "maximumf": np.max,
+    "minimumf": np.min,
+    "maxsi": np.max,
+    "minsi": np.min,
+    "maxui": np.max,
+    "minui": np.min,
+    "and": np.bitwise_and.reduce,
+    "or": np.bitwise_or.reduce,
+    "xor": np.bitwise_xor.reduce,
+}
+
+_COMBINE: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add,
+    "mul": np.multiply,
+    "maxnumf": np.fmax,
+    "minnumf": np.fmin,
+    "maximumf": np.maximum,
+    "minimumf": np.minimum,
+    "maxsi": np.maximum,
+    "minsi": np.minimum,
+    "maxui": np.maximum,
+    "minui": np.minimum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
+    """The values of a `dense_resource` blob (MLIR layout: 4-byte alignment, then data)."""
+    interface = Builtin.get_interface(OpAsmDialectInterface)
+    handle = attr.resource_handle.data
+    blob = interface.lookup(handle) if interface is not None else None
+    if not blob:
+        raise InterpretationError(f"dense_resource<{handle}> has no blob in dialect_resources")
+    raw = bytes.fromhex(blob[2:])
+    element_type = attr.type.get_element_type()
+    storage = np.dtype(element_type.format)  # little-endian struct format, e.g. "<f"
+    count = pymath.prod(attr.type.get_shape())
+    if len(raw) == 4 + count * storage.itemsize:
+        raw = raw[4:]
+    elif len(raw) != count * storage.itemsize:
+        raise InterpretationError(
+            f"dense_resource<{handle}> holds {len(raw)} bytes, expected "
+            f"{count} x {storage.itemsize} (+ 4 alignment bytes) for {attr.type}"
+        )
+    return np.frombuffer(raw, storage).astype(numpy_dtype(element_type))
+
+
+def _dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The values of a `dense<...>` attribute, splats expanded."""
+    element_type = attr.get_element_type()
+    values = np.frombuffer(attr.data.data, np.dtype(element_type.format))
+    values = values.astype(numpy_dtype(element_type))
+    shape = attr.get_shape()
+    if values.size == 1:
+        return np.full(shape, values[0])
+    return values.reshape(shape)
+
+
+@register_impls
+class LoopFunctions(InterpreterFunctions):
+    """The loop stage on numpy arrays (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._globals: dict[Operation, np.ndarray] = {}
+
+    # ---- loop -------------------------------------------------------------------
+
+    @impl(loop.ForOp)
+    def run_for(self, interpreter: Interpreter, op: loop.ForOp, args: PythonValues):
+        for i in op.range:
+            interpreter.run_ssacfg_region(op.body, (i,), "loop.for")
+        return ()
+
+    @impl_terminator(loop.YieldOp)
+    def run_yield(
+        self, interpreter: Interpreter, op: loop.YieldOp, args: PythonValues
+    ) -> tuple[TerminatorValue, PythonValues]:
+        return ReturnedValues(()), ()
+
+    @impl(loop.AllocOp)
+    def run_alloc(self, interpreter: Interpreter, op: loop.AllocOp, args: PythonValues):
+        memref_type = op.memref.type
+        assert isinstance(memref_type, MemRefType)
+        dtype = numpy_dtype(memref_type.get_element_type())
+        return (np.zeros(memref_type.get_shape(), dtype),)
+
+    @impl(loop.LoadOp)
+    def run_load(self, interpreter: Interpreter, op: loop.LoadOp, args: PythonValues):
+        buffer, *indices = args
+        where = _access(op, buffer, indices)
+        value = buffer[where]
+        return (value.copy() if op.vector_type is not None else value,)
+
+    @impl(loop.StoreOp)
+    def run_store(self, interpreter: Interpreter, op: loop.StoreOp, args: PythonValues):
+        value, buffer, *indices = args
+        buffer[_access(op, buffer, indices)] = value
+        return ()
+
+    # ---- constants: loop.global / memref.global ----------------------------------
+
+    @impl(loop.GetGlobalOp)
+    def run_get_global(
+        self, interpreter: Interpreter, op: loop.GetGlobalOp, args: PythonValues
+    ):
+        return (self._global(op, op.global_name),)
+
+    @impl(memref.GetGlobalOp)
+    def run_memref_get_global(
+        self, interpreter: Interpreter, op: memref.GetGlobalOp, args: PythonValues
+    ):
+        return (self._global(op, op.name_),)
+
+    def _global(self, op: Operation, name: SymbolRefAttr) -> np.ndarray:
+        """The (cached, shared) buffer of the global `name`; read-only if constant."""
+        global_op = SymbolTable.lookup_symbol(op, name)
+        if not isinstance(global_op, loop.GlobalOp | memref.GlobalOp):
+            raise InterpretationError(f"{op.name}: {name} is not a global")
+        if global_op not in self._globals:
+            initial = global_op.initial_value
+            if isinstance(initial, DenseIntOrFPElementsAttr):
+                array = _dense_array(initial)
+            elif isinstance(initial, DenseResourceAttr):
+                array = _resource_array(initial)
+            else:
+                raise InterpretationError(f"global {name} has no dense initial value")
+            array = array.reshape(global_op.type.get_shape())
+            if isinstance(global_op, loop.GlobalOp) or global_op.constant is not None:
+                array.flags.writeable = False
+            self._globals[global_op] = array
+        return self._globals[global_op]
+
+    # ---- vector -----------------------------------------------------------------
+
+    @impl(vector.BroadcastOp)
+    def run_broadcast(
+        self, interpreter: Interpreter, op: vector.BroadcastOp, args: PythonValues
+    ):
+        result_type = op.vector.type
+        dtype = numpy_dtype(result_type.element_type)
+        return (np.broadcast_to(np.asarray(args[0], dtype), result_type.get_shape()).copy(),)
+
+    run_vector_fma = impl(vector.FMAOp)(_elementwise(_fused))
+
+    @impl(vector.ReductionOp)
+    def run_reduction(
+        self, interpreter: Interpreter, op: vector.ReductionOp, args: PythonValues
+    ):
+        kind = op.kind.data
+        if kind not in _REDUCTIONS:
+            raise InterpretationError(f"vector.reduction <{kind}> is not implemented")
+        with np.errstate(all="ignore"):
+            result = _REDUCTIONS[kind](args[0])
+            if len(args) == 2:  # the accumulator
+                result = _COMBINE[kind](args[1], result)
+        return (_cast(result, op.dest.type),)
+
+    @impl(vector.ExtractOp)
+    def run_extract(self, interpreter: Interpreter, op: vector.ExtractOp, args: PythonValues):
+        source, *dynamic = args
+        positions = iter(dynamic)
+        index = tuple(
+            int(next(positions)) if not isinstance(p, int) else p
+            for p in op.get_mixed_position()
+        )
+        value = source[index]
+        return (value.copy() if isinstance(value, np.ndarray) else value,)
+
+    # ---- math -------------------------------------------------------------------
+
+    run_absf = impl(math.AbsFOp)(_elementwise(np.abs))
+    run_absi = impl(math.AbsIOp)(_elementwise(np.abs))
+    run_atan = impl(math.AtanOp)(_elementwise(np.arctan))
+    run_atan2 = impl(math.Atan2Op)(_elementwise(np.arctan2))
+    run_ceil = impl(math.CeilOp)(_elementwise(np.ceil))
+    run_copysign = impl(math.CopySignOp)(_elementwise(np.copysign))
+    run_cos = impl(math.CosOp)(_elementwise(np.cos))
+    run_cosh = impl(math.CoshOp)(_elementwise(np.cosh))
+    run_erf = impl(math.ErfOp)(_elementwise(_erf))
+    run_exp = impl(math.ExpOp)(_elementwise(np.exp))
+    run_exp2 = impl(math.Exp2Op)(_elementwise(np.exp2))
+    run_expm1 = impl(math.ExpM1Op)(_elementwise(np.expm1))
+    run_floor = impl(math.FloorOp)(_elementwise(np.floor))
+    run_fma = impl(math.FmaOp)(_elementwise(_fused))
+    run_log = impl(math.LogOp)(_elementwise(np.log))
+    run_log10 = impl(math.Log10Op)(_elementwise(np.log10))
+    run_log1p = impl(math.Log1pOp)(_elementwise(np.log1p))
+    run_log2 = impl(math.Log2Op)(_elementwise(np.log2))
+    run_powf = impl(math.PowFOp)(_elementwise(np.power))
+    run_round = impl(math.RoundOp)(_elementwise(_round_half_away))
+    run_roundeven = impl(math.RoundEvenOp)(_elementwise(np.rint))
+    run_rsqrt = impl(math.RsqrtOp)(_elementwise(lambda x: 1 / np.sqrt(x)))
+    run_sin = impl(math.SinOp)(_elementwise(np.sin))
+    run_sinh = impl(math.SinhOp)(_elementwise(np.sinh))
+    run_sqrt = impl(math.SqrtOp)(_elementwise(np.sqrt))
+    run_tan = impl(math.TanOp)(_elementwise(np.tan))
+    run_tanh = impl(math.TanhOp)(_elementwise(np.tanh))
+    run_trunc = impl(math.TruncOp)(_elementwise(np.trunc))
+
+    # ---- arith: constants, floats, selects and conversions on numpy values --------
+
+    @impl(arith.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues):
+        value = op.value
+        if isinstance(value, IntegerAttr):
+            return (value.value.data,)
+        if isinstance(value, FloatAttr):
+            return (_cast(value.value.data, op.result.type),)
+        if isinstance(value, DenseIntOrFPElementsAttr):
+            return (_dense_array(value),)
+        raise InterpretationError(f"arith.constant {value} is not implemented")
+
+    run_addf = impl(arith.AddfOp)(_elementwise(np.add))
+    run_subf = impl(arith.SubfOp)(_elementwise(np.subtract))
+    run_mulf = impl(arith.MulfOp)(_elementwise(np.multiply))
+    run_divf = impl(arith.DivfOp)(_elementwise(np.divide))
+    run_negf = impl(arith.NegfOp)(_elementwise(np.negative))
+    run_maximumf = impl(arith.MaximumfOp)(_elementwise(np.maximum))
+    run_minimumf = impl(arith.MinimumfOp)(_elementwise(np.minimum))
+    run_maxnumf = impl(arith.MaxnumfOp)(_elementwise(np.fmax))
+    run_minnumf = impl(arith.MinnumfOp)(_elementwise(np.fmin))
+
+    @impl(arith.CmpfOp)
+    def run_cmpf(self, interpreter: Interpreter, op: arith.CmpfOp, args: PythonValues):
+        lhs, rhs = args
+        ordered = ~(np.isnan(lhs) | np.isnan(rhs))
+        result = _CMPF[op.predicate.value.data](lhs, rhs, ordered)
+        return (result if _is_vector(lhs, rhs) else bool(result),)
+
+    @impl(arith.SelectOp)
+    def run_select(self, interpreter: Interpreter, op: arith.SelectOp, args: PythonValues):
+        cond, lhs, rhs = args
+        if isinstance(cond, np.ndarray):
+            return (np.where(cond, lhs, rhs),)
+        return (lhs if cond else rhs,)
+
+    # A conversion is the cast to the result type, after rounding or reinterpreting.
+    run_sitofp = impl(arith.SIToFPOp)(_elementwise(lambda x: x))
+    run_extf = impl(arith.ExtFOp)(_elementwise(lambda x: x))
+    run_truncf = impl(arith.TruncFOp)(_elementwise(lambda x: x))
+    run_fptosi = impl(arith.FPToSIOp)(_elementwise(np.trunc))
+    run_fptoui = impl(arith.FPToUIOp)(_elementwise(np.trunc))
+    run_extsi = impl(arith.ExtSIOp)(_elementwise(lambda x: x))
+    run_trunci = impl(arith.TruncIOp)(_elementwise(lambda x: x))
+
+    @impl(arith.UIToFPOp)
+    def run_uitofp(self, interpreter: Interpreter, op: arith.UIToFPOp, args: PythonValues):
+        return (_cast(_unsigned(args[0], op.input.type), op.result.type),)
+
+    @impl(arith.ExtUIOp)
+    def run_extui(self, interpreter: Interpreter, op: arith.ExtUIOp, args: PythonValues):
+        return (_cast(_unsigned(args[0], op.input.type), op.result.type),)
+
+    # ---- arith: integers (xDSL's scalar implementations need Python ints) ----------
+
+    run_addi = impl(arith.AddiOp)(_int_op(ArithFunctions.run_addi, np.add))
+    run_subi = impl(arith.SubiOp)(_int_op(ArithFunctions.run_subi, np.subtract))
+    run_muli = impl(arith.MuliOp)(_int_op(ArithFunctions.run_muli, np.multiply))
+    run_andi = impl(arith.AndIOp)(_int_op(ArithFunctions.run_andi, np.bitwise_and))
+    run_ori = impl(arith.OrIOp)(_int_op(ArithFunctions.run_ori, np.bitwise_or))
+    run_xori = impl(arith.XOrIOp)(_int_op(ArithFunctions.run_xori, np.bitwise_xor))
+    run_shli = impl(arith.ShLIOp)(_int_op(ArithFunctions.run_shlsi, np.left_shift))
+    run_shrsi = impl(arith.ShRSIOp)(_int_op(ArithFunctions.run_shrsi, np.right_shift))
+    run_divsi = impl(arith.DivSIOp)(_int_op(ArithFunctions.run_divsi))
+    run_remsi = impl(arith.RemSIOp)(_int_op(ArithFunctions.run_remsi))
+    run_floordivsi = impl(arith.FloorDivSIOp)(_int_op(ArithFunctions.run_floordivsi))
+    run_cmpi = impl(arith.CmpiOp)(_int_op(ArithFunctions.run_cmpi))
+    run_index_cast = impl(arith.IndexCastOp)(_int_op(ArithFunctions.run_indexcast))
+    run_ceildivsi = impl(arith.CeilDivSIOp)(_elementwise(lambda a, b: -(-a // b)))
+    run_maxsi = impl(arith.MaxSIOp)(_elementwise(np.maximum))
+    run_minsi = impl(arith.MinSIOp)(_elementwise(np.minimum))
+
+
+def _access(op: loop.LoadOp | loop.StoreOp, buffer: np.ndarray, indices: list[Any]) -> tuple:
+    """The numpy index of `op`'s element (or vector slice), checked against the bounds."""
+    affine_map = op.map.data
+    values = [int(i) for i in indices]
+    where = affine_map.eval(values[: affine_map.num_dims], values[affine_map.num_dims :])
+    length = op.vector_type.get_shape()[0] if op.vector_type is not None else 1
+    ends = [i + 1 for i in where[:-1]] + [where[-1] + length] if where else []
+    if any(i < 0 for i in where) or any(e > d for e, d in zip(ends, buffer.shape)):
+        extent = f" (+{length} lanes)" if op.vector_type is not None else ""
+        raise InterpretationError(
+            f"{op.name}: index {list(where)}{extent} is out of bounds of a buffer of "
+            f"shape {list(buffer.shape)}"
+        )
+    if op.vector_type is None:
+        return where
+    return (*where[:-1], slice(where[-1], where[-1] + length))

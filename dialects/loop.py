@@ -1,0 +1,708 @@
+"""
+The `loop` dialect: explicit loop nests over buffers, where schedules happen.
+
+Loops have constant bounds and a kind (how the loop is executed), buffers are builtin
+`memref`s whose memory space is a `#loop.scope<...>`, and every buffer access is an
+affine map of `index` values, so tiling, reordering, vectorizing, unrolling,
+parallelizing, packing and compute-at are rewrites of bounds and affine maps:
+
+```mlir
+%acc = loop.alloc : memref<4x16xf32, #loop.scope<local>>
+loop.for %i = 0 to 64 step 4 parallel {
+  loop.for %k = 0 to 3 {
+    %a = loop.load %A[%i * 2 + %k, %j] : memref<136x16xf32>
+    %v = loop.load %B[%k, %j] : memref<3x64xf32> -> vector<8xf32>
+    loop.store %v, %C[%i, %j] : memref<64x64xf32>, vector<8xf32>
+  }
+}
+```
+
+Loops carry no values: accumulation goes through memory (LLVM promotes small local
+buffers to registers). Scalar math is `arith`/`math`, conditionals `scf.if`, and
+vectors use the `vector` dialect.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar, cast
+
+from xdsl.dialects.builtin import (
+    I64,
+    AffineMapAttr,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    NoneAttr,
+    ShapedType,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    VectorType,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.rewriter import InsertPoint
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    MemoryAllocEffect,
+    MemoryReadEffect,
+    MemoryWriteEffect,
+    NoMemoryEffect,
+    Pure,
+    RecursiveMemoryEffect,
+    SingleBlockImplicitTerminator,
+    SymbolOpInterface,
+    SymbolTable,
+    SymbolUserOpInterface,
+    ensure_terminator,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+# ----------------------------------------------------------------------------------
+# Attributes
+# ----------------------------------------------------------------------------------
+
+
+class ForKind(StrEnum):
+    """How the iterations of a `loop.for` are executed."""
+
+    SERIAL = "serial"
+    """One after the other, in order (the default)."""
+    PARALLEL = "parallel"
+    """Independent iterations, spread over threads."""
+    VECTORIZED = "vectorized"
+    """Independent iterations, executed as the lanes of SIMD instructions."""
+    UNROLLED = "unrolled"
+    """Serial, with the body replicated once per iteration."""
+    VTHREAD = "vthread"
+    """Virtual threads: interleaved instruction streams for latency hiding."""
+
+
+@irdl_attr_definition
+class ForKindAttr(EnumAttribute[ForKind]):
+    """The kind of a `loop.for`: `#loop.kind<parallel>`."""
+
+    name = "loop.kind"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> ForKind:
+        with parser.in_angle_brackets():
+            return super().parse_parameter(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            super().print_parameter(printer)
+
+
+_SCOPE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
+
+
+@irdl_attr_definition
+class ScopeAttr(ParametrizedAttribute):
+    """A memory scope, the memory space of a buffer: `#loop.scope<local>`."""
+
+    name = "loop.scope"
+
+    scope: StringAttr
+    """`global` (main memory), `local` (thread-private), or an accelerator scratchpad."""
+
+    def __init__(self, scope: str | StringAttr):
+        super().__init__(StringAttr(scope) if isinstance(scope, str) else scope)
+
+    @property
+    def data(self) -> str:
+        """The scope's name."""
+        return self.scope.data
+
+    def verify(self) -> None:
+        if not _SCOPE_NAME.fullmatch(self.scope.data):
+            raise VerifyException(
+                f"invalid memory scope {self.scope.data!r}: expected an identifier "
+                "such as 'global', 'local' or 'vta.inp'"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parser.parse_identifier(" for memory scope")),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.scope.data)
+
+
+GLOBAL_SCOPE = ScopeAttr("global")
+"""Main memory; a memref without memory space is global too."""
+LOCAL_SCOPE = ScopeAttr("local")
+"""Memory private to one thread (stack/registers)."""
+
+
+def scope_of(memref_type: MemRefType) -> ScopeAttr:
+    """The memory scope of a buffer type (no memory space means global)."""
+    space = memref_type.memory_space
+    if isinstance(space, NoneAttr):
+        return GLOBAL_SCOPE
+    if not isinstance(space, ScopeAttr):
+        raise ValueError(f"memory space {space} of {memref_type} is not a #loop.scope")
+    return space
+
+
+# ----------------------------------------------------------------------------------
+# Loops
+# ----------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminates the body of a `loop.for` (implicit in the custom syntax)."""
+
+    name = "loop.yield"
+
+    assembly_format = "attr-dict"
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ForOp), Pure()))
+
+
+@irdl_op_definition
+class ForOp(IRDLOperation):
+    """`loop.for %i = lb to ub step s kind { ... }`: a loop with constant bounds."""
+
+    name = "loop.for"
+
+    lb = prop_def(IntegerAttr[I64])
+    """First value of the induction variable."""
+    ub = prop_def(IntegerAttr[I64])
+    """Exclusive upper bound of the induction variable."""
+    step = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, i64))
+    """Increment of the induction variable (positive)."""
+    kind = prop_def(ForKindAttr, default_value=ForKindAttr(ForKind.SERIAL))
+    """How the iterations are executed."""
+
+    body = region_def("single_block")
+    """One block, whose only argument is the `index` induction variable."""
+
+    traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
+
+    def __init__(
+        self,
+        lb: int | IntegerAttr,
+        ub: int | IntegerAttr,
+        step: int | IntegerAttr = 1,
+        kind: ForKind | ForKindAttr = ForKind.SERIAL,
+        body: Region | Block | None = None,
+    ):
+        """Build a loop; without `body`, an empty body with the induction variable."""
+        if body is None:
+            body = Block(arg_types=[IndexType()])
+        super().__init__(
+            properties={
+                "lb": _i64(lb),
+                "ub": _i64(ub),
+                "step": _i64(step),
+                "kind": kind if isinstance(kind, ForKindAttr) else ForKindAttr(kind),
+            },
+            regions=[[body] if isinstance(body, Block) else body],
+        )
+        ensure_terminator(self, self.get_trait(SingleBlockImplicitTerminator))
+
+    @property
+    def induction_var(self) -> SSAValue:
+        """The `index` block argument."""
+        return self.body.block.args[0]
+
+    @property
+    def range(self) -> range:
+        """The values taken by the induction variable."""
+        return range(self.lb.value.data, self.ub.value.data, self.step.value.data)
+
+    @property
+    def extent(self) -> int:
+        """The trip count."""
+        return len(self.range)
+
+    @property
+    def insertion_point(self) -> InsertPoint:
+        """The end of the body, just before the terminator."""
+        return InsertPoint.before(cast(Operation, self.body.block.last_op))
+
+    def add_ops(self, ops: Sequence[Operation]) -> None:
+        """Append `ops` to the body, before the terminator."""
+        self.body.block.insert_ops_before(ops, cast(Operation, self.body.block.last_op))
+
+    def verify_(self) -> None:
+        lb, ub, step = self.lb.value.data, self.ub.value.data, self.step.value.data
+        if step <= 0:
+            raise VerifyException(f"step must be positive, got {step}")
+        if lb > ub:
+            raise VerifyException(f"lower bound {lb} exceeds upper bound {ub}")
+        args = self.body.block.args
+        if len(args) != 1 or not isinstance(args[0].type, IndexType):
+            types = ", ".join(str(a.type) for a in args)
+            raise VerifyException(
+                f"body must have exactly one block argument, the index induction "
+                f"variable; got ({types})"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.induction_var)
+        printer.print_string(f" = {self.lb.value.data} to {self.ub.value.data}")
+        if self.step.value.data != 1:
+            printer.print_string(f" step {self.step.value.data}")
+        if self.kind.data != ForKind.SERIAL:
+            printer.print_string(f" {self.kind.data}")
+        printer.print_string(" ")
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_block_terminators=False
+        )
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForOp:
+        indvar = parser.parse_argument(expect_type=False)
+        parser.parse_punctuation("=")
+        lb = parser.parse_integer(allow_boolean=False, context_msg=" as lower bound")
+        parser.parse_keyword("to")
+        ub = parser.parse_integer(allow_boolean=False, context_msg=" as upper bound")
+        step = 1
+        if parser.parse_optional_keyword("step") is not None:
+            step = parser.parse_integer(allow_boolean=False, context_msg=" as step")
+        kind = parser.parse_optional_str_enum(ForKind) or ForKind.SERIAL
+        body = parser.parse_region((indvar.resolve(IndexType()),))
+        op = cls(lb, ub, step, kind, body)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+def _i64(value: int | IntegerAttr) -> IntegerAttr:
+    return value if isinstance(value, IntegerAttr) else IntegerAttr(value, i64)
+
+
+# ----------------------------------------------------------------------------------
+# Buffers
+# ----------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """`loop.alloc : memref<6x16xf32, #loop.scope<local>>`: a new buffer of static shape."""
+
+    name = "loop.alloc"
+
+    memref = result_def(MemRefType)
+    alignment = opt_prop_def(IntegerAttr[I64])
+    """Alignment of the buffer's start, in bytes."""
+
+    assembly_format = "(`align` $alignment^)? attr-dict `:` type($memref)"
+
+    traits = traits_def(MemoryAllocEffect())
+
+    def __init__(self, memref_type: MemRefType, alignment: int | None = None):
+        super().__init__(
+            result_types=[memref_type],
+            properties={} if alignment is None else {"alignment": _i64(alignment)},
+        )
+
+    def verify_(self) -> None:
+        memref_type = cast(MemRefType, self.memref.type)
+        if any(dim < 0 for dim in memref_type.get_shape()):
+            raise VerifyException(f"buffer {memref_type} must have a static shape")
+        if self.alignment is not None:
+            align = self.alignment.value.data
+            if align <= 0 or align & (align - 1):
+                raise VerifyException(
+                    f"alignment must be a positive power of two, got {align}"
+                )
+
+
+class _GetGlobalSymbolUser(SymbolUserOpInterface):
+    """A `loop.get_global` names a `loop.global` of the same type."""
+
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, GetGlobalOp)
+        anchor = op.parent_op()
+        while anchor is not None and not anchor.has_trait(SymbolTable):
+            anchor = anchor.parent_op()
+        if anchor is None:  # not inside a module yet
+            return
+        global_op = SymbolTable.lookup_symbol(op, op.global_name)
+        if not isinstance(global_op, GlobalOp):
+            raise VerifyException(f"no loop.global named {op.global_name}")
+        if global_op.type != op.memref.type:
+            raise VerifyException(
+                f"result type {op.memref.type} does not match the type {global_op.type} "
+                f"of {op.global_name}"
+            )
+
+
+@irdl_op_definition
+class GlobalOp(IRDLOperation):
+    """`loop.global @w : memref<4x3xf32> = dense_resource<w>`: a constant buffer (weights)."""
+
+    name = "loop.global"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    type = prop_def(MemRefType)
+    """The buffer's type."""
+    initial_value = prop_def(DenseIntOrFPElementsAttr | DenseResourceAttr)
+    """Its contents: `dense<...>`, or a blob of the module's `dialect_resources`."""
+
+    assembly_format = "$sym_name `:` $type `=` $initial_value attr-dict"
+
+    traits = traits_def(SymbolOpInterface())
+
+    def __init__(
+        self,
+        name: str | StringAttr,
+        type: MemRefType,
+        initial_value: DenseIntOrFPElementsAttr | DenseResourceAttr,
+    ):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name) if isinstance(name, str) else name,
+                "type": type,
+                "initial_value": initial_value,
+            }
+        )
+
+    def verify_(self) -> None:
+        value_type = cast(ShapedType, self.initial_value.type)
+        memref_type = cast(MemRefType, self.type)
+        if (
+            value_type.get_shape() != memref_type.get_shape()
+            or value_type.get_element_type() != memref_type.get_element_type()
+        ):
+            raise VerifyException(
+                f"initial value of type {value_type} does not fit {memref_type}"
+            )
+
+
+@irdl_op_definition
+class GetGlobalOp(IRDLOperation):
+    """`%w = loop.get_global @w : memref<4x3xf32>`: the buffer of a `loop.global`."""
+
+    name = "loop.get_global"
+
+    global_name = prop_def(SymbolRefAttr, prop_name="name")
+    """The `loop.global` read."""
+    memref = result_def(MemRefType)
+
+    assembly_format = "$name `:` type($memref) attr-dict"
+
+    traits = traits_def(NoMemoryEffect(), _GetGlobalSymbolUser())
+
+    def __init__(self, name: str | SymbolRefAttr, memref_type: MemRefType):
+        super().__init__(
+            result_types=[memref_type],
+            properties={"name": SymbolRefAttr(name) if isinstance(name, str) else name},
+        )
+
+
+def _verify_access(
+    op: LoadOp | StoreOp, memref_type: MemRefType, access_type: Attribute, what: str
+) -> None:
+    """The checks shared by loads and stores; `what` names the accessed value."""
+    affine_map = op.map.data
+    num_operands = affine_map.num_dims + affine_map.num_symbols
+    if len(op.indices) != num_operands:
+        raise VerifyException(
+            f"expected {num_operands} index operands for map {affine_map} "
+            f"({affine_map.num_dims} dims + {affine_map.num_symbols} symbols), "
+            f"got {len(op.indices)}"
+        )
+    rank = memref_type.get_num_dims()
+    if len(affine_map.results) != rank:
+        raise VerifyException(
+            f"map {affine_map} has {len(affine_map.results)} results, "
+            f"but the memref has rank {rank}"
+        )
+    element_type = memref_type.get_element_type()
+    if isinstance(access_type, VectorType):
+        if access_type.element_type != element_type or access_type.get_num_dims() != 1:
+            raise VerifyException(
+                f"{what} type {access_type} must be the element type "
+                f"{element_type} or a 1-D vector of it"
+            )
+        if rank == 0:
+            raise VerifyException(f"a vector {what} needs a memref of rank >= 1")
+        length, last_dim = access_type.get_shape()[0], memref_type.get_shape()[-1]
+        if length > last_dim:
+            raise VerifyException(
+                f"vector length {length} exceeds the last dimension {last_dim} "
+                f"of {memref_type}"
+            )
+    elif access_type != element_type:
+        raise VerifyException(
+            f"{what} type {access_type} must be the element type "
+            f"{element_type} or a 1-D vector of it"
+        )
+
+
+def _identity_map(memref: SSAValue, map: AffineMap | AffineMapAttr | None) -> AffineMapAttr:
+    if isinstance(map, AffineMapAttr):
+        return map
+    if map is None:
+        map = AffineMap.identity(cast(MemRefType, memref.type).get_num_dims())
+    return AffineMapAttr(map)
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """`%v = loop.load %A[%i * 2 + %k, %j] : memref<…>`: read an element (or a vector)."""
+
+    name = "loop.load"
+
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    """The map's operands: its dimensions, then its symbols."""
+    result = result_def()
+    """The element, or a 1-D vector of consecutive elements along the last dimension."""
+    map = prop_def(AffineMapAttr)
+    """From the index operands to one index per memref dimension."""
+
+    traits = traits_def(MemoryReadEffect())
+
+    def __init__(
+        self,
+        memref: SSAValue | Operation,
+        indices: Sequence[SSAValue | Operation],
+        map: AffineMap | AffineMapAttr | None = None,
+        result_type: Attribute | None = None,
+    ):
+        """Read `memref[map(indices)]`; `map` defaults to the identity."""
+        memref = SSAValue.get(memref)
+        if result_type is None:
+            result_type = cast(MemRefType, memref.type).get_element_type()
+        super().__init__(
+            operands=[memref, indices],
+            result_types=[result_type],
+            properties={"map": _identity_map(memref, map)},
+        )
+
+    @property
+    def vector_type(self) -> VectorType | None:
+        """The result type if this is a vector load."""
+        return self.result.type if isinstance(self.result.type, VectorType) else None
+
+    def verify_(self) -> None:
+        _verify_access(self, cast(MemRefType, self.memref.type), self.result.type, "result")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_access(printer, self)
+        if self.vector_type is not None:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadOp:
+        memref, map, indices, attributes = _parse_access(parser)
+        result_type = None
+        if parser.parse_optional_punctuation("->") is not None:
+            result_type = parser.parse_type()
+        op = cls(memref, indices, map, result_type)
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """`loop.store %v, %A[%i, %j] : memref<…>`: write an element (or a vector)."""
+
+    name = "loop.store"
+
+    value = operand_def()
+    """The element, or a 1-D vector of consecutive elements along the last dimension."""
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    """The map's operands: its dimensions, then its symbols."""
+    map = prop_def(AffineMapAttr)
+    """From the index operands to one index per memref dimension."""
+
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        memref: SSAValue | Operation,
+        indices: Sequence[SSAValue | Operation],
+        map: AffineMap | AffineMapAttr | None = None,
+    ):
+        """Write `value` to `memref[map(indices)]`; `map` defaults to the identity."""
+        memref = SSAValue.get(memref)
+        super().__init__(
+            operands=[value, memref, indices],
+            properties={"map": _identity_map(memref, map)},
+        )
+
+    @property
+    def vector_type(self) -> VectorType | None:
+        """The stored value's type if this is a vector store."""
+        return self.value.type if isinstance(self.value.type, VectorType) else None
+
+    def verify_(self) -> None:
+        _verify_access(self, cast(MemRefType, self.memref.type), self.value.type, "value")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(", ")
+        _print_access(printer, self)
+        if self.vector_type is not None:
+            printer.print_string(", ")
+            printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreOp:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        memref, map, indices, attributes = _parse_access(parser)
+        value_type = cast(MemRefType, memref.type).get_element_type()
+        if parser.parse_optional_punctuation(",") is not None:
+            value_type = parser.parse_type()
+        op = cls(parser.resolve_operand(value, value_type), memref, indices, map)
+        op.attributes |= attributes
+        return op
+
+
+# ----------------------------------------------------------------------------------
+# Custom syntax of buffer accesses: `%A[%i * 2 + %k - 1, %j] {attrs} : memref<...>`
+# ----------------------------------------------------------------------------------
+
+
+def _parse_access(
+    parser: Parser,
+) -> tuple[SSAValue, AffineMap, Sequence[SSAValue], dict[str, Attribute]]:
+    """Parse `%A[exprs] {attrs}? : memref-type`; the map's operands become its dims."""
+    memref = parser.parse_unresolved_operand()
+    symbol_map, indices = parser.parse_affine_map_of_ssa_ids()
+    attributes = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    memref_type = parser.parse_type()
+    if not isinstance(memref_type, MemRefType):
+        parser.raise_error(f"expected a memref type, got {memref_type}", pos)
+    dims = [AffineExpr.dimension(i) for i in range(symbol_map.num_symbols)]
+    affine_map = AffineMap(
+        len(dims), 0, tuple(e.replace_dims_and_symbols((), dims) for e in symbol_map.results)
+    )
+    return parser.resolve_operand(memref, memref_type), affine_map, indices, attributes
+
+
+def _print_access(printer: Printer, op: LoadOp | StoreOp) -> None:
+    affine_map = op.map.data
+    printer.print_ssa_value(op.memref)
+    with printer.in_square_brackets():
+        printer.print_list(
+            affine_map.results,
+            lambda e: _print_expr(printer, e, op.indices, affine_map.num_dims),
+        )
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.memref.type)
+
+
+_PRECEDENCE = {
+    AffineBinaryOpKind.Add: 10,
+    AffineBinaryOpKind.Mul: 20,
+    AffineBinaryOpKind.Mod: 20,
+    AffineBinaryOpKind.FloorDiv: 20,
+    AffineBinaryOpKind.CeilDiv: 20,
+}
+
+
+def _negated(expr: AffineExpr) -> AffineExpr | None:
+    """`e` if `expr` is `-c` (c > 0), `e * -1` or `e * -c`, to print `a - e`."""
+    match expr:
+        case AffineConstantExpr(value=v) if v < 0:
+            return AffineConstantExpr(-v)
+        case AffineBinaryOpExpr(
+            kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=v)
+        ) if v < 0:
+            return lhs if v == -1 else AffineBinaryOpExpr(
+                AffineBinaryOpKind.Mul, lhs, AffineConstantExpr(-v)
+            )
+    return None
+
+
+def _print_expr(
+    printer: Printer,
+    expr: AffineExpr,
+    operands: Sequence[SSAValue],
+    num_dims: int,
+    min_prec: int = 0,
+) -> None:
+    """Print an affine expression with SSA names for dims and symbols, as MLIR does."""
+    match expr:
+        case AffineConstantExpr(value=value):
+            printer.print_string(str(value))
+        case AffineDimExpr(position=position) if position < len(operands):
+            printer.print_ssa_value(operands[position])
+        case AffineSymExpr(position=position) if num_dims + position < len(operands):
+            printer.print_ssa_value(operands[num_dims + position])
+        case AffineDimExpr() | AffineSymExpr():
+            printer.print_string(f"<<missing operand {expr}>>")  # only in invalid IR
+        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
+            prec = _PRECEDENCE[kind]
+            parens = prec < min_prec
+            if parens:
+                printer.print_string("(")
+            if (
+                kind == AffineBinaryOpKind.Add
+                and isinstance(rhs, AffineConstantExpr)
+                and rhs.value >= 0
+                and (negated := _negated(lhs)) is not None
+            ):  # `e * -1 + c` reads `c - e`
+                printer.print_string(f"{rhs.value} - ")
+                _print_expr(printer, negated, operands, num_dims, prec + 1)
+            elif kind == AffineBinaryOpKind.Add and (negated := _negated(rhs)) is not None:
+                _print_expr(printer, lhs, operands, num_dims, prec)
+                printer.print_string(" - ")  # `e + -c` reads `e - c`
+                _print_expr(printer, negated, operands, num_dims, prec + 1)
+            else:
+                _print_expr(printer, lhs, operands, num_dims, prec)
+                printer.print_string(f" {kind.get_token()} ")
+                right_prec = prec if kind == AffineBinaryOpKind.Add else prec + 1
+                _print_expr(printer, rhs, operands, num_dims, right_prec)
+            if parens:
+                printer.print_string(")")
+        case _:
+            raise ValueError(f"unexpected affine expression {expr}")
+
+
+Loop = Dialect(
+    "loop",
+    [ForOp, YieldOp, AllocOp, GlobalOp, GetGlobalOp, LoadOp, StoreOp],
+    [ForKindAttr, ScopeAttr],
+)
