@@ -1,0 +1,323 @@
+"""convert-te-to-loop: bufferize, and turn every te.compute into a naive loop nest.
+
+Kernels take their result buffers as trailing arguments (destination passing).
+Each `te.compute` writes a buffer: a kernel output, or a temporary `loop.alloc`.
+Index arithmetic of `te.extract` is folded into the affine map of `loop.load` when
+it is affine in the loop variables. `@main` becomes buffer allocations, globals
+for constants, and calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    DenseResourceAttr,
+    FloatAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.transforms.dead_code_elimination import region_dce
+
+from xweave.dialects import loop, te
+
+REDUCER_IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}
+REDUCER_COMBINE = {
+    "sum": arith.AddfOp,
+    "prod": arith.MulfOp,
+    "max": arith.MaximumfOp,
+    "min": arith.MinimumfOp,
+}
+
+
+def memref_of(t: TensorType) -> MemRefType:
+    """The buffer type holding a tensor."""
+    return MemRefType(t.get_element_type(), t.get_shape())
+
+
+# --- affine index folding ----------------------------------------------------------
+
+
+def affine_of(value: SSAValue, dims: dict[SSAValue, int]) -> AffineExpr | None:
+    """`value` as an affine expression of the loop variables in `dims`, if it is one."""
+    if value in dims:
+        return AffineExpr.dimension(dims[value])
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return AffineExpr.constant(op.value.value.data)
+    if isinstance(op, (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.FloorDivSIOp,
+                       arith.DivSIOp, arith.RemSIOp)):
+        lhs, rhs = affine_of(op.lhs, dims), affine_of(op.rhs, dims)
+        if lhs is None or rhs is None:
+            return None
+        if isinstance(op, arith.AddiOp):
+            return lhs + rhs
+        if isinstance(op, arith.SubiOp):
+            return lhs - rhs
+        const = _constant_value(op.rhs)
+        if isinstance(op, arith.MuliOp):
+            lconst = _constant_value(op.lhs)
+            if const is not None:
+                return lhs * const
+            if lconst is not None:
+                return rhs * lconst
+            return None
+        # Division and remainder of non-negative indices by a positive constant.
+        if const is None or const <= 0:
+            return None
+        return lhs // const if not isinstance(op, arith.RemSIOp) else lhs % const
+    return None
+
+
+def _constant_value(value: SSAValue) -> int | None:
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+# --- te.compute -> loop nest -------------------------------------------------------
+
+
+@dataclass
+class _BodyLowering:
+    """Clones a te.compute body into a loop nest, rewriting te ops to loop/scf ops."""
+
+    buffers: dict[SSAValue, SSAValue]  # tensor -> buffer
+    te_vars: list[SSAValue]  # te.compute block arguments that are in scope
+    loop_vars: list[SSAValue]  # the loop induction variables standing for them
+
+    def lower_block(self, block: Block, mapping: dict[SSAValue, SSAValue],
+                    into: Block) -> SSAValue:
+        """Clone `block` (minus its te.yield) into `into`; return the yielded value."""
+        dims = {v: i for i, v in enumerate(self.te_vars)}
+        for op in block.ops:
+            if isinstance(op, te.YieldOp):
+                return mapping[op.operands[0]]
+            if isinstance(op, te.ExtractOp):
+                into.add_op(self._load(op, mapping, dims))
+                mapping[op.results[0]] = into.last_op.results[0]
+            elif isinstance(op, te.IfOp):
+                new = self._if(op, mapping)
+                into.add_op(new)
+                mapping[op.results[0]] = new.results[0]
+            else:
+                clone = op.clone(value_mapper=mapping)
+                into.add_op(clone)
+        raise ValueError("te block without te.yield")
+
+    def _load(self, op: te.ExtractOp, mapping, dims) -> loop.LoadOp:
+        buffer = self.buffers[op.tensor]
+        exprs = [affine_of(i, dims) for i in op.indices]
+        if all(e is not None for e in exprs):
+            amap = AffineMap(len(self.loop_vars), 0, tuple(exprs))
+            return loop.LoadOp(buffer, list(self.loop_vars), AffineMapAttr(amap))
+        return loop.LoadOp(buffer, [mapping[i] for i in op.indices])
+
+    def _if(self, op: te.IfOp, mapping) -> scf.IfOp:
+        regions = []
+        for region in op.regions:
+            block = Block()
+            value = self.lower_block(region.block, dict(mapping), block)
+            block.add_op(scf.YieldOp(value))
+            regions.append(Region(block))
+        return scf.IfOp(mapping[op.operands[0]], [r.type for r in op.results], regions[0], regions[1])
+
+
+def _float_constant(value: float, type_) -> arith.ConstantOp:
+    return arith.ConstantOp(FloatAttr(value, type_))
+
+
+def lower_compute(compute: te.ComputeOp, out: SSAValue, buffers: dict) -> list[Operation]:
+    """The loop nest that fills buffer `out` with the values of `compute`."""
+    shape = list(compute.shape.get_values())
+    reduce_shape = list(compute.reduce_shape.get_values()) if compute.reduce_shape else []
+    reducer = compute.reducer.data if compute.reducer is not None else None
+    element_type = compute.results[0].type.get_element_type()
+    body = compute.body.block
+
+    def nest(extents: list[int], inner) -> list[Operation]:
+        """Perfect nest over `extents`; `inner(block, vars)` fills the innermost block."""
+        if not extents:
+            return []
+        fors = [loop.ForOp(0, e) for e in extents]
+        first = len(spatial_vars) if extents is reduce_shape else 0
+        for f, arg in zip(fors, body.args[first:]):
+            f.induction_var.name_hint = arg.name_hint
+        for outer, inner_for in zip(fors, fors[1:]):
+            outer.body.block.insert_op_before(inner_for, outer.body.block.last_op)
+        innermost = fors[-1].body.block
+        block = Block()
+        inner(block, [f.body.block.args[0] for f in fors])
+        for op in list(block.ops):
+            op.detach()
+            innermost.insert_op_before(op, innermost.last_op)
+        return [fors[0]]
+
+    spatial_vars: list[SSAValue] = []
+
+    def spatial_body(block: Block, svars: list[SSAValue]):
+        spatial_vars[:] = svars
+        if reducer is None:
+            lowering = _BodyLowering(buffers, list(body.args[: len(svars)]), svars)
+            mapping = dict(zip(body.args, svars))
+            value = lowering.lower_block(body, mapping, block)
+            block.add_op(loop.StoreOp(value, out, svars))
+            return
+        init = _float_constant(REDUCER_IDENTITY[reducer], element_type)
+        block.add_op(init)
+        block.add_op(loop.StoreOp(init.result, out, svars))
+        for op in nest(reduce_shape, reduce_body):
+            block.add_op(op)
+
+    def reduce_body(block: Block, rvars: list[SSAValue]):
+        all_vars = spatial_vars + rvars
+        lowering = _BodyLowering(buffers, list(body.args), all_vars)
+        mapping = dict(zip(body.args, all_vars))
+        value = lowering.lower_block(body, mapping, block)
+        acc = loop.LoadOp(out, spatial_vars)
+        combined = REDUCER_COMBINE[reducer](acc.results[0], value)
+        block.add_ops([acc, combined, loop.StoreOp(combined.result, out, spatial_vars)])
+
+    if shape:
+        return nest(shape, spatial_body)
+    # A rank-0 result: the "nest" is the body itself.
+    block = Block()
+    spatial_body(block, [])
+    ops = list(block.ops)
+    for op in ops:
+        op.detach()
+    return ops
+
+
+# --- functions ---------------------------------------------------------------------
+
+
+def _lower_kernel(kernel: func.FuncOp) -> None:
+    """Rewrite a te kernel in place into a destination-passing loop kernel."""
+    block = kernel.body.block
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    buffers: dict[SSAValue, SSAValue] = {}
+    for arg in list(block.args):
+        new_arg = Rewriter.replace_value_with_new_type(arg, memref_of(arg.type))
+        buffers[new_arg] = new_arg
+    outputs = list(ret.operands)
+    out_args = [block.insert_arg(memref_of(v.type), len(block.args)) for v in outputs]
+    for arg in out_args:
+        arg.name_hint = "out"
+    new_ops: list[Operation] = []
+    for compute in [op for op in block.ops if isinstance(op, te.ComputeOp)]:
+        result = compute.results[0]
+        if result in outputs:
+            buf = out_args[outputs.index(result)]
+        else:
+            alloc = loop.AllocOp(memref_of(result.type))
+            new_ops.append(alloc)
+            buf = alloc.results[0]
+            if compute.tag is not None:
+                buf.name_hint = compute.tag.data
+        buffers[result] = buf
+        new_ops.extend(lower_compute(compute, buf, buffers))
+    for op in list(block.ops):
+        op.detach()
+        op.erase(safe_erase=False)
+    block.add_ops(new_ops)
+    block.add_op(func.ReturnOp())
+    # Index arithmetic folded into access maps is now dead.
+    region_dce(kernel.body)
+    kernel.function_type = func.FunctionType.from_lists([a.type for a in block.args], [])
+
+
+def _copy_nest(src: SSAValue, dst: SSAValue, shape: list[int]) -> list[Operation]:
+    fors = [loop.ForOp(0, e) for e in shape]
+    for outer, inner in zip(fors, fors[1:]):
+        outer.body.block.insert_op_before(inner, outer.body.block.last_op)
+    if not fors:
+        load = loop.LoadOp(src, [])
+        return [load, loop.StoreOp(load.results[0], dst, [])]
+    innermost = fors[-1].body.block
+    ivs = [f.body.block.args[0] for f in fors]
+    load = loop.LoadOp(src, ivs)
+    innermost.insert_op_before(load, innermost.last_op)
+    innermost.insert_op_before(loop.StoreOp(load.results[0], dst, ivs), innermost.last_op)
+    return [fors[0]]
+
+
+def _global_name(value, module: ModuleOp) -> str:
+    """A fresh symbol for a constant: its resource handle when it has one."""
+    taken = {o.sym_name.data for o in module.ops if isinstance(o, loop.GlobalOp)}
+    base = value.resource_handle.data if isinstance(value, DenseResourceAttr) else "const"
+    name, n = base, 0
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def _lower_main(main: func.FuncOp, module: ModuleOp) -> None:
+    """Bufferize the model's entry point: allocs, globals for constants, kernel calls."""
+    block = main.body.block
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    for arg in list(block.args):
+        Rewriter.replace_value_with_new_type(arg, memref_of(arg.type))
+    returned = list(ret.operands)
+    out_args = [block.insert_arg(memref_of(v.type), len(block.args)) for v in returned]
+    for arg in out_args:
+        arg.name_hint = "out"
+    # A value returned once and produced by a call is written into its output buffer.
+    direct = {v: out_args[i] for i, v in enumerate(returned)
+              if returned.count(v) == 1 and isinstance(v.owner, func.CallOp)}
+    for op in list(block.ops):
+        if op.name == "graph.constant":
+            value = op.properties["value"]
+            name = _global_name(value, module)
+            buf_type = memref_of(op.results[0].type)
+            module.body.block.insert_op_before(loop.GlobalOp(name, buf_type, value), main)
+            get = loop.GetGlobalOp(name, buf_type)
+            Rewriter.replace_op(op, get)
+        elif isinstance(op, func.CallOp):
+            out_bufs = []
+            for result in op.results:
+                if result in direct:
+                    out_bufs.append(direct[result])
+                else:
+                    alloc = loop.AllocOp(memref_of(result.type))
+                    Rewriter.insert_op(alloc, InsertPoint.before(op))
+                    out_bufs.append(alloc.results[0])
+            call = func.CallOp(op.callee, [*op.arguments, *out_bufs], [])
+            Rewriter.insert_op(call, InsertPoint.before(op))
+            for result, buf in zip(op.results, out_bufs):
+                result.replace_all_uses_with(buf)
+            Rewriter.erase_op(op)
+    copies: list[Operation] = []
+    for value, out in zip(ret.operands, out_args):
+        if value is not out:
+            copies.extend(_copy_nest(value, out, list(out.type.get_shape())))
+    for c in copies:
+        block.insert_op_before(c, ret)
+    Rewriter.replace_op(ret, func.ReturnOp())
+    main.function_type = func.FunctionType.from_lists([a.type for a in block.args], [])
+
+
+@dataclass(frozen=True)
+class ConvertTeToLoopPass(ModulePass):
+    """Bufferize te kernels and @main, and lower te.compute to naive loop nests."""
+
+    name = "convert-te-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if "xweave.kernel" in function.attributes:
+                _lower_kernel(function)
+            elif not function.is_declaration:
+                _lower_main(function, op)

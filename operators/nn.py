@@ -1,0 +1,239 @@
+"""Compute definitions of the built-in operators, written with `xweave.te`.
+
+These are the same tensor expressions a user writes for a custom operator (there is
+one way to define compute); `convert-graph-to-te` calls them with placeholders shaped
+like a graph op's operands. Layouts are NCHW for data and OIHW for conv weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xweave import te
+
+NEG_INF = float("-inf")
+
+
+# --- elementwise and broadcast -----------------------------------------------------
+
+
+def _broadcast_index(tensor: te.Tensor, out_shape: Sequence[int], idx) -> list:
+    """Index `tensor` (numpy-broadcast to `out_shape`) at output index `idx`."""
+    offset = len(out_shape) - len(tensor.shape)
+    return [0 if extent == 1 and out_shape[offset + d] != 1 else idx[offset + d]
+            for d, extent in enumerate(tensor.shape)]
+
+
+def broadcast_binary(a: te.Tensor, b: te.Tensor, out_shape: Sequence[int], fn, name: str):
+    """`fn(a, b)` elementwise with numpy broadcasting."""
+    return te.compute(
+        tuple(out_shape),
+        lambda *i: fn(a[_broadcast_index(a, out_shape, i)], b[_broadcast_index(b, out_shape, i)]),
+        name=name,
+    )
+
+
+BINARY = {
+    "add": lambda x, y: x + y,
+    "sub": lambda x, y: x - y,
+    "mul": lambda x, y: x * y,
+    "div": lambda x, y: x / y,
+    "max": lambda x, y: te.max(x, y),
+    "min": lambda x, y: te.min(x, y),
+    "pow": lambda x, y: te.pow(x, y),
+}
+
+UNARY = {
+    "relu": lambda x: te.max(x, 0.0),
+    "sigmoid": lambda x: te.sigmoid(x),
+    "tanh": lambda x: te.tanh(x),
+    "exp": lambda x: te.exp(x),
+    "neg": lambda x: -x,
+    "sqrt": lambda x: te.sqrt(x),
+    "abs": lambda x: te.abs(x),
+}
+
+
+def unary(x: te.Tensor, fn, name: str):
+    """`fn(x)` elementwise."""
+    return te.compute(x.shape, lambda *i: fn(x[i]), name=name)
+
+
+def clip(x: te.Tensor, lo: float, hi: float):
+    """Clamp every element into [lo, hi]."""
+    return te.compute(x.shape, lambda *i: te.min(te.max(x[i], lo), hi), name="clip")
+
+
+# --- dense / matmul ------------------------------------------------------------------
+
+
+def dense(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None):
+    """x[M, K] . w[N, K]^T (+ bias[N])."""
+    (m, k_extent), (n, _) = x.shape, w.shape
+    k = te.reduce_axis(k_extent, name="k")
+    out = te.compute((m, n), lambda i, j: te.sum(x[i, k] * w[j, k], axis=k), name="dense")
+    if bias is None:
+        return out
+    return te.compute((m, n), lambda i, j: out[i, j] + bias[j], name="bias_add")
+
+
+def matmul(a: te.Tensor, b: te.Tensor, out_shape: Sequence[int]):
+    """numpy matmul of rank >= 2 operands with broadcast batch dimensions."""
+    k_extent = a.shape[-1]
+    k = te.reduce_axis(k_extent, name="k")
+    batch = list(out_shape[:-2])
+
+    def body(*idx):
+        *b_idx, i, j = idx
+        a_batch = _broadcast_index(_Shape(a.shape[:-2]), batch, b_idx)
+        b_batch = _broadcast_index(_Shape(b.shape[:-2]), batch, b_idx)
+        return te.sum(a[(*a_batch, i, k)] * b[(*b_batch, k, j)], axis=k)
+
+    return te.compute(tuple(out_shape), body, name="matmul")
+
+
+class _Shape:
+    """Just a shape, to reuse `_broadcast_index` on a prefix of a tensor's dims."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+# --- convolution ---------------------------------------------------------------------
+
+
+def pad(x: te.Tensor, pads: Sequence[int], value: float = 0.0, name: str = "pad"):
+    """Pad the last two dims by (top, left, bottom, right) with `value`."""
+    top, left, bottom, right = pads
+    *lead, h, w = x.shape
+    shape = (*lead, h + top + bottom, w + left + right)
+
+    def body(*idx):
+        *rest, y, xx = idx
+        inside = te.all(y >= top, y < h + top, xx >= left, xx < w + left)
+        return te.if_then_else(inside, x[(*rest, y - top, xx - left)], value)
+
+    return te.compute(shape, body, name=name)
+
+
+def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
+           strides, pads, dilations, groups: int):
+    """2-D convolution, NCHW data, OIHW weights, with groups and dilation."""
+    _, channels, _, _ = data.shape
+    out_channels, group_channels, kh, kw = weight.shape
+    sh, sw = strides
+    dh, dw = dilations
+    source = pad(data, pads) if any(pads) else data
+    rc = te.reduce_axis(group_channels, name="rc")
+    ry = te.reduce_axis(kh, name="ry")
+    rx = te.reduce_axis(kw, name="rx")
+    per_group = out_channels // groups
+
+    def body(n, o, y, x):
+        c = rc if groups == 1 else (o // per_group) * group_channels + rc
+        return te.sum(source[n, c, y * sh + ry * dh, x * sw + rx * dw] * weight[o, rc, ry, rx],
+                      axis=[rc, ry, rx])
+
+    out = te.compute(tuple(out_shape), body, name="conv2d")
+    if bias is None:
+        return out
+    return te.compute(tuple(out_shape), lambda n, o, y, x: out[n, o, y, x] + bias[o],
+                      name="bias_add")
+
+
+# --- pooling -------------------------------------------------------------------------
+
+
+def _window_read(x: te.Tensor, n, c, y, xx, ry, rx, strides, pads, dilations, fill):
+    """x at the window position, or `fill` outside the input (padding, ceil mode)."""
+    _, _, h, w = x.shape
+    iy = y * strides[0] + ry * dilations[0] - pads[0]
+    ix = xx * strides[1] + rx * dilations[1] - pads[1]
+    inside = te.all(iy >= 0, iy < h, ix >= 0, ix < w)
+    return te.if_then_else(inside, x[n, c, iy, ix], fill)
+
+
+def max_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, dilations):
+    """Max over each window; padding never wins."""
+    ry = te.reduce_axis(kernel[0], name="ry")
+    rx = te.reduce_axis(kernel[1], name="rx")
+    return te.compute(
+        tuple(out_shape),
+        lambda n, c, y, xx: te.reduce_max(
+            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dilations, NEG_INF),
+            axis=[ry, rx]),
+        name="max_pool2d",
+    )
+
+
+def avg_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, count_include_pad: bool):
+    """Mean over each window (padding counted or not, as ONNX's count_include_pad)."""
+    _, _, h, w = x.shape
+    dil = (1, 1)
+    ry = te.reduce_axis(kernel[0], name="ry")
+    rx = te.reduce_axis(kernel[1], name="rx")
+    total = te.compute(
+        tuple(out_shape),
+        lambda n, c, y, xx: te.sum(
+            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dil, 0.0), axis=[ry, rx]),
+        name="pool_sum",
+    )
+    # Elements counted in the divisor: inside the padded input, or inside the input.
+    lo_y, lo_x = (-pads[0], -pads[1]) if count_include_pad else (0, 0)
+    hi_y, hi_x = (h + pads[2], w + pads[3]) if count_include_pad else (h, w)
+    cy = te.reduce_axis(kernel[0], name="cy")
+    cx = te.reduce_axis(kernel[1], name="cx")
+
+    def count(y, xx):
+        iy = y * strides[0] + cy - pads[0]
+        ix = xx * strides[1] + cx - pads[1]
+        inside = te.all(iy >= lo_y, iy < hi_y, ix >= lo_x, ix < hi_x)
+        return te.sum(te.if_then_else(inside, 1.0, 0.0), axis=[cy, cx])
+
+    divisor = te.compute(tuple(out_shape[2:]), count, name="pool_count")
+    return te.compute(tuple(out_shape), lambda n, c, y, xx: total[n, c, y, xx] / divisor[y, xx],
+                      name="avg_pool2d")
+
+
+def global_pool(x: te.Tensor, kind: str):
+    """Mean or max over the spatial dims: N, C, H, W -> N, C, 1, 1."""
+    n, c, h, w = x.shape
+    ry = te.reduce_axis(h, name="ry")
+    rx = te.reduce_axis(w, name="rx")
+    if kind == "max":
+        return te.compute((n, c, 1, 1),
+                          lambda i, j, _y, _x: te.reduce_max(x[i, j, ry, rx], axis=[ry, rx]),
+                          name="global_max_pool2d")
+    total = te.compute((n, c, 1, 1),
+                       lambda i, j, _y, _x: te.sum(x[i, j, ry, rx], axis=[ry, rx]),
+                       name="global_sum")
+    return te.compute((n, c, 1, 1), lambda *i: total[i] * (1.0 / (h * w)),
+                      name="global_avg_pool2d")
+
+
+# --- data movement -------------------------------------------------------------------
+
+
+def reshape(x: te.Tensor, out_shape: Sequence[int]):
+    """Same elements in row-major order, new shape."""
+    in_shape = x.shape
+
+    def body(*idx):
+        flat = 0
+        for i, extent in zip(idx, out_shape):
+            flat = flat * extent + i
+        src = []
+        for extent in reversed(in_shape):
+            src.append(flat % extent)
+            flat = flat // extent
+        return x[tuple(reversed(src))]
+
+    return te.compute(tuple(out_shape), body, name="reshape")
+
+
+def transpose(x: te.Tensor, perm: Sequence[int]):
+    """Permute dimensions: out[i0, i1, ...] = x[i_inv(0), ...]."""
+    out_shape = tuple(x.shape[p] for p in perm)
+    inverse = [perm.index(d) for d in range(len(perm))]
+    return te.compute(out_shape, lambda *i: x[tuple(i[inverse[d]] for d in range(len(perm)))],
+                      name="transpose")
