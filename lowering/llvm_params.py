@@ -1,0 +1,157 @@
+"""Model parameters (weights) across the loop -> llvm boundary.
+
+A loop-stage module holds its constants as globals (`memref.global`, or the loop
+dialect's own global op) whose value is a `dense<...>` attribute or a
+`dense_resource<key>` blob in the module's `dialect_resources` section.
+`convert-loop-to-llvm` turns each into an *external declaration*
+`llvm.mlir.global external @xweave_param_<name>` with no initializer: the data never
+goes through LLVM IR. The values are taken out of the loop-stage module, before the
+conversion, with `extract_params(module) -> {name: ndarray}`; the runtime
+(`xweave.runtime.jit.load_object`) binds each array to its symbol at load time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Builtin,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+)
+from xdsl.ir import Attribute, Operation
+
+from xweave.lowering.llvm_builder import LoweringError, num_elements
+
+PARAM_PREFIX = "xweave_param_"
+"""Prefix of the symbol of every parameter global in the llvm stage."""
+
+GLOBAL_OP_NAMES = ("memref.global", "loop.global")
+GET_GLOBAL_OP_NAMES = ("memref.get_global", "loop.get_global")
+
+
+def param_symbol(name: str) -> str:
+    """The llvm-stage symbol of the parameter global `name`."""
+    return PARAM_PREFIX + name
+
+
+def is_global(op: Operation) -> bool:
+    return op.name in GLOBAL_OP_NAMES
+
+
+def is_get_global(op: Operation) -> bool:
+    return op.name in GET_GLOBAL_OP_NAMES
+
+
+def global_name(op: Operation) -> str:
+    """The symbol name of a global op."""
+    name = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    if not isinstance(name, StringAttr):
+        raise LoweringError(f"convert-loop-to-llvm: '{op.name}' without a sym_name")
+    return name.data
+
+
+def global_type(op: Operation) -> MemRefType:
+    """The memref type of a global op."""
+    for key in ("type", "global_type"):
+        t = op.properties.get(key) or op.attributes.get(key)
+        if isinstance(t, MemRefType):
+            return t
+    for t in (*op.properties.values(), *op.attributes.values()):
+        if isinstance(t, MemRefType):
+            return t
+    raise LoweringError(f"convert-loop-to-llvm: global '{global_name(op)}' has no memref type")
+
+
+def global_value(op: Operation) -> Attribute | None:
+    """The initial value (dense or dense_resource) of a global op, None if uninitialized."""
+    for key in ("initial_value", "value"):
+        v = op.properties.get(key) or op.attributes.get(key)
+        if isinstance(v, DenseIntOrFPElementsAttr | DenseResourceAttr):
+            return v
+    for v in (*op.properties.values(), *op.attributes.values()):
+        if isinstance(v, DenseIntOrFPElementsAttr | DenseResourceAttr):
+            return v
+    return None
+
+
+def get_global_name(op: Operation) -> str:
+    """The global referenced by a get_global op."""
+    for v in (*op.properties.values(), *op.attributes.values()):
+        if isinstance(v, SymbolRefAttr):
+            return v.root_reference.data
+    raise LoweringError(f"convert-loop-to-llvm: '{op.name}' without a symbol reference")
+
+
+def numpy_dtype(element: Attribute) -> np.dtype:
+    """The numpy dtype storing elements of an MLIR element type (little-endian)."""
+    if isinstance(element, AnyFloat):
+        return np.dtype({16: "<f2", 32: "<f4", 64: "<f8"}[element.bitwidth])
+    if isinstance(element, IndexType):
+        return np.dtype("<i8")
+    if isinstance(element, IntegerType) and element.width.data in (8, 16, 32, 64):
+        return np.dtype(f"<i{element.width.data // 8}")
+    raise LoweringError(f"convert-loop-to-llvm: no parameter storage for element type {element}")
+
+
+def resource_blob(key: str) -> bytes:
+    """The bytes of a builtin `dense_resource` blob (MLIR's format: 4-byte alignment, data)."""
+    interface = Builtin.get_interface(OpAsmDialectInterface)
+    text = interface.lookup(key) if interface is not None else None
+    if not text:
+        raise LoweringError(
+            f"dense_resource<{key}>: no such blob in the module's dialect_resources"
+        )
+    raw = bytes.fromhex(text[2:] if text.startswith("0x") else text)
+    return raw[4:]
+
+
+def decode(value: Attribute, memref_type: MemRefType, name: str = "?") -> np.ndarray:
+    """The contents of a dense or dense_resource attribute as an array of the memref's shape."""
+    dtype = numpy_dtype(memref_type.get_element_type())
+    shape = tuple(memref_type.get_shape())
+    count = num_elements(memref_type)
+    if isinstance(value, DenseIntOrFPElementsAttr):
+        data = value.data.data
+    elif isinstance(value, DenseResourceAttr):
+        data = resource_blob(value.resource_handle.data)
+    else:
+        raise LoweringError(f"parameter '{name}': unsupported initial value {value}")
+    flat = np.frombuffer(data, dtype=dtype)
+    if flat.size == 1 and count != 1:
+        return np.full(shape, flat[0], dtype=dtype)
+    if flat.size != count:
+        raise LoweringError(
+            f"parameter '{name}': {flat.size} elements of {dtype} stored, "
+            f"{count} expected for {memref_type}"
+        )
+    return flat.reshape(shape)
+
+
+def extract_params(module: ModuleOp) -> dict[str, np.ndarray]:
+    """Every global's value, by global name: call on the loop-stage module.
+
+    Keys are the globals' names (the llvm-stage symbol is `xweave_param_<name>`).
+    An uninitialized global gets a zero-filled (writable) array. Arrays may be
+    read-only views of the IR's storage.
+    """
+    params: dict[str, np.ndarray] = {}
+    for op in module.ops:
+        if not is_global(op):
+            continue
+        name, memref_type = global_name(op), global_type(op)
+        value = global_value(op)
+        if value is None:
+            params[name] = np.zeros(
+                tuple(memref_type.get_shape()), numpy_dtype(memref_type.get_element_type())
+            )
+        else:
+            params[name] = decode(value, memref_type, name)
+    return params

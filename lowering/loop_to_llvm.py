@@ -1,0 +1,709 @@
+"""convert-loop-to-llvm: the loop stage -> the llvm dialect (only `llvm.func`/`llvm.mlir.global`).
+
+Each `func.func` is rebuilt as an `llvm.func` in one walk (see `llvm_builder`):
+
+* types: memref -> `!llvm.ptr` (static shapes, row-major, bare pointers), index -> i64;
+* `loop.load`/`loop.store` (and `memref`/`vector` load/store): the affine map is
+  expanded into one i64 linear offset (strides from the static shape) and a
+  `llvm.getelementptr inbounds`; vector accesses load/store `vector<N x T>` with the
+  element's alignment;
+* `loop.for`: blocks and branches (a rotated loop: the body, then increment, compare
+  and branch back). `FOR_LOWERINGS` maps every loop kind to its lowering; all kinds are
+  serial for now (a thread-pool lowering of `parallel` slots in there);
+* `scf.if` (with results) and `scf.for` (with iteration values) become blocks too;
+* `loop.alloc`: `#loop.scope<local>` -> `llvm.alloca` in the entry block (above
+  `LOCAL_STACK_LIMIT` bytes, heap instead, so a big buffer cannot overflow a thread's
+  stack); global scope -> `aligned_alloc(64, ...)` where the alloc is (hoisted to the
+  entry block if it sits inside a loop or branch), `free` before every return;
+* float ops carry the `contract` fast-math flag only (FMA fusion, no reassociation);
+* globals (weights) -> `llvm.mlir.global external @xweave_param_<name>` without an
+  initializer (values: `llvm_params.extract_params`, bound by the runtime);
+  `get_global` -> `llvm.mlir.addressof`;
+* kernel arguments get `llvm.noalias` unless some call passes the same buffer twice,
+  and `llvm.dereferenceable(<bytes>)`; `@main` keeps external linkage and its
+  `xweave.*` attributes (`xweave.input_names`, `xweave.output_names`).
+
+Ops already in the llvm dialect are left alone (top level) or copied (inside a function).
+Every function keeps external linkage (xDSL's `convert_module` ignores `llvm.func`
+linkage anyway), so kernels can be called on their own from the runtime and tests.
+
+A loop kind's lowering is a function `(FunctionLowering, loop.ForOp) -> None`; it has
+`emit_counted_loop`, `lower_ops` (the body), `map` (the induction variable), and
+`module.add_function` to add a function it builds (e.g. an outlined parallel body).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, cf, func, llvm, memref, scf, vector
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    DictionaryAttr,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StridedLayoutAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
+from xdsl.passes import ModulePass
+
+from xweave.dialects import loop
+from xweave.lowering.llvm_builder import (
+    PTR,
+    FunctionBuilder,
+    LoweringError,
+    byte_size,
+    convert_type,
+    llvm_array_type,
+    num_elements,
+    row_major_strides,
+    unsupported,
+)
+from xweave.lowering.llvm_params import (
+    extract_params,
+    get_global_name,
+    global_name,
+    global_type,
+    is_get_global,
+    is_global,
+    param_symbol,
+)
+from xweave.lowering.llvm_scalar import SCALAR_LOWERINGS
+
+__all__ = [
+    "FOR_LOWERINGS",
+    "ConvertLoopToLLVMPass",
+    "extract_params",
+    "lower_module",
+]
+
+GLOBAL_ALIGNMENT = 64
+"""Alignment (bytes) of heap buffers."""
+
+LOCAL_ALIGNMENT = 32
+"""Default alignment (bytes) of stack buffers: one AVX register."""
+
+LOCAL_STACK_LIMIT = 512 * 1024
+"""Local buffers larger than this (bytes) go to the heap instead of the stack."""
+
+_NSW_NUW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP])
+_NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+_SLT = IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)
+
+_ALIGNED_ALLOC = llvm.LLVMFunctionType([i64, i64], PTR)
+_FREE = llvm.LLVMFunctionType([PTR], llvm.LLVMVoidType())
+
+
+# ----------------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvertLoopToLLVMPass(ModulePass):
+    """Lower a loop-stage module to the llvm dialect (only llvm.func / llvm.mlir.global left).
+
+    Take the parameter values out first with `extract_params(module)`: the globals
+    become external declarations without data.
+    """
+
+    name = "convert-loop-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_module(op)
+
+
+def lower_module(module: ModuleOp) -> None:
+    """Rewrite `module` (loop stage) in place into the llvm dialect."""
+    _ModuleLowering(module).run()
+
+
+# ----------------------------------------------------------------------------------
+# Loops: one lowering per kind
+# ----------------------------------------------------------------------------------
+
+ForLowering = Callable[["FunctionLowering", loop.ForOp], None]
+
+
+def lower_serial_for(fl: FunctionLowering, op: loop.ForOp) -> None:
+    """The iterations one after the other, in order."""
+
+    def body(iv: SSAValue) -> None:
+        fl.map(op.induction_var, iv)
+        fl.lower_ops(op.body.block)
+
+    lb, ub, step = op.lb.value.data, op.ub.value.data, op.step.value.data
+    fl.emit_counted_loop(lb, ub, step, body)
+
+
+FOR_LOWERINGS: dict[loop.ForKind, ForLowering] = {
+    loop.ForKind.SERIAL: lower_serial_for,
+    # TODO(thread pool): outline the body into a worker llvm.func and call the runtime.
+    loop.ForKind.PARALLEL: lower_serial_for,
+    # LLVM vectorizes and unrolls the serial loop itself (constant trip counts).
+    loop.ForKind.VECTORIZED: lower_serial_for,
+    loop.ForKind.UNROLLED: lower_serial_for,
+    loop.ForKind.VTHREAD: lower_serial_for,
+}
+"""How each kind of `loop.for` is lowered; replace an entry to change a kind's lowering."""
+
+
+# ----------------------------------------------------------------------------------
+# Module level
+# ----------------------------------------------------------------------------------
+
+
+class _ModuleLowering:
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.externals: dict[str, llvm.LLVMFunctionType] = {}
+        self.globals: dict[str, MemRefType] = {}
+        self.aliased_args: set[tuple[str, int]] = set()
+        self.new_functions: list[llvm.FuncOp] = []
+        """Functions made by the lowering itself (e.g. outlined loop bodies), appended last."""
+
+    def add_function(self, op: llvm.FuncOp) -> None:
+        """Add a function built during the lowering (a parallel loop's worker, ...)."""
+        self.new_functions.append(op)
+
+    def run(self) -> None:
+        module = self.module
+        ops = list(module.ops)
+        for op in ops:
+            if is_global(op):
+                self.globals[global_name(op)] = global_type(op)
+        functions = [op for op in ops if isinstance(op, func.FuncOp)]
+        signatures = {f.sym_name.data: _signature(f) for f in functions}
+        self._find_aliased_args(functions)
+
+        # Build everything first: on an error the module is left untouched.
+        replacements: list[tuple[Operation, Operation]] = []
+        for op in ops:
+            if is_global(op):
+                replacements.append((op, self._lower_global(op)))
+            elif isinstance(op, func.FuncOp):
+                new = self._lower_function(op, signatures[op.sym_name.data])
+                replacements.append((op, new))
+            elif not isinstance(op, llvm.FuncOp | llvm.GlobalOp):
+                raise unsupported(op, "at module level")
+
+        block = module.body.block
+        for op, new in replacements:
+            block.insert_op_before(new, op)
+            op.detach()
+            op.erase(safe_erase=False)
+
+        block.add_ops(self.new_functions)
+        existing = {op.sym_name.data for op in block.ops if isinstance(op, llvm.FuncOp)}
+        for name, ftype in self.externals.items():
+            if name not in existing:
+                block.add_op(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+
+    def _lower_global(self, op: Operation) -> llvm.GlobalOp:
+        name = global_name(op)
+        # loop.global holds constants (weights); memref.global says so with `constant`
+        constant = op.name == "loop.global" or "constant" in op.properties
+        return llvm.GlobalOp(
+            llvm_array_type(self.globals[name]),
+            param_symbol(name),
+            "external",
+            constant=True if constant else None,
+        )
+
+    def _find_aliased_args(self, functions: Sequence[func.FuncOp]) -> None:
+        """(callee, arg index) pairs that some call binds to a buffer also passed elsewhere."""
+
+        def root(value: SSAValue) -> object:
+            owner = value.owner
+            if isinstance(owner, Operation) and is_get_global(owner):
+                return ("global", get_global_name(owner))
+            return value
+
+        for function in functions:
+            for op in function.walk():
+                if not isinstance(op, func.CallOp):
+                    continue
+                callee = op.callee.root_reference.data
+                roots: dict[object, list[int]] = {}
+                for i, arg in enumerate(op.arguments):
+                    if isinstance(arg.type, MemRefType):
+                        roots.setdefault(root(arg), []).append(i)
+                for positions in roots.values():
+                    if len(positions) > 1:
+                        self.aliased_args.update((callee, i) for i in positions)
+
+    def _lower_function(self, op: func.FuncOp, ftype: llvm.LLVMFunctionType) -> llvm.FuncOp:
+        name = op.sym_name.data
+        attributes = {k: v for k, v in op.attributes.items() if k.startswith("xweave.")}
+        arg_attrs = None
+        if name != "main":
+            arg_attrs = self._kernel_arg_attrs(name, op.function_type.inputs.data)
+        body = None
+        if not op.is_declaration:
+            try:
+                body = FunctionLowering(self, op, ftype).lower()
+            except LoweringError as e:
+                raise LoweringError(f"{e} (in @{name})") from None
+        return llvm.FuncOp(
+            name,
+            ftype,
+            linkage=llvm.LinkageAttr("external"),
+            body=body,
+            other_props={"arg_attrs": arg_attrs} if arg_attrs is not None else None,
+            extra_attrs=attributes,
+        )
+
+    def _kernel_arg_attrs(self, name: str, inputs: Sequence[Attribute]) -> ArrayAttr | None:
+        dicts = []
+        for i, t in enumerate(inputs):
+            entries: dict[str, Attribute] = {}
+            if isinstance(t, MemRefType):
+                if (name, i) not in self.aliased_args:
+                    entries["llvm.noalias"] = UnitAttr()
+                nbytes = num_elements(t) * byte_size(t.get_element_type())
+                entries["llvm.dereferenceable"] = IntegerAttr(nbytes, i64)
+            dicts.append(DictionaryAttr(entries))
+        if not any(d.data for d in dicts):
+            return None
+        return ArrayAttr(dicts)
+
+
+def _signature(op: func.FuncOp) -> llvm.LLVMFunctionType:
+    inputs = [convert_type(t) for t in op.function_type.inputs.data]
+    outputs = op.function_type.outputs.data
+    if len(outputs) > 1:
+        raise unsupported(op, f"@{op.sym_name.data} returns {len(outputs)} values")
+    output = convert_type(outputs[0]) if outputs else llvm.LLVMVoidType()
+    return llvm.LLVMFunctionType(inputs, output)
+
+
+# ----------------------------------------------------------------------------------
+# Function level
+# ----------------------------------------------------------------------------------
+
+
+class FunctionLowering(FunctionBuilder):
+    """Builds the `llvm.func` body of one `func.func`."""
+
+    def __init__(self, module: _ModuleLowering, op: func.FuncOp, ftype: llvm.LLVMFunctionType):
+        super().__init__(ftype.inputs.data, module.externals)
+        self.module = module
+        self.func = op
+        self.heap_buffers: list[SSAValue] = []
+        """Buffers to free before every return."""
+        self._addresses: dict[tuple[object, ...], SSAValue] = {}
+        self.block_map: dict[Block, Block] = {}
+        """Source block -> lowered block, for functions made of several blocks (cf)."""
+        self.handlers: dict[type[Operation], Callable[[Operation], None]] = {
+            loop.ForOp: self.lower_for,
+            loop.AllocOp: self.lower_alloc,
+            loop.LoadOp: self.lower_load,
+            loop.StoreOp: self.lower_store,
+            memref.LoadOp: self.lower_load,
+            memref.StoreOp: self.lower_store,
+            vector.LoadOp: self.lower_load,
+            vector.StoreOp: self.lower_store,
+            memref.AllocOp: self.lower_alloc,
+            memref.AllocaOp: self.lower_alloc,
+            memref.DeallocOp: self.lower_dealloc,
+            scf.IfOp: self.lower_if,
+            scf.ForOp: self.lower_scf_for,
+            func.CallOp: self.lower_call,
+            func.ReturnOp: self.lower_return,
+            cf.BranchOp: self.lower_branch,
+            cf.ConditionalBranchOp: self.lower_branch,
+            builtin.UnrealizedConversionCastOp: self.lower_cast,
+        }
+
+    def lower(self) -> Region:
+        """The body of the `llvm.func`."""
+        blocks = list(self.func.body.blocks)
+        self.block_map[blocks[0]] = self.entry
+        for block in blocks[1:]:
+            self.block_map[block] = self.new_block([convert_type(a.type) for a in block.args])
+        for block, new in self.block_map.items():
+            for arg, new_arg in zip(block.args, new.args):
+                self.map(arg, new_arg)
+        for i, block in enumerate(blocks):
+            if i:
+                self.place(self.block_map[block])
+            terminator = self.lower_ops(block)
+            if terminator is not None:
+                raise unsupported(terminator, "outside of its structured parent")
+        return self.finish()
+
+    # --- dispatch -------------------------------------------------------------------
+
+    def lower_ops(self, block: Block) -> Operation | None:
+        """Lower every op of `block`; return its structured terminator (yield), not lowered."""
+        for op in block.ops:
+            if isinstance(op, loop.YieldOp | scf.YieldOp):
+                return op
+            self.lower_op(op)
+        return None
+
+    def lower_op(self, op: Operation) -> None:
+        handler = self.handlers.get(type(op))
+        if handler is not None:
+            handler(op)
+            return
+        scalar = SCALAR_LOWERINGS.get(type(op))
+        if scalar is not None:
+            for result, value in zip(op.results, scalar(self, op), strict=True):
+                self.map(result, value)
+            return
+        if is_get_global(op):
+            self.lower_get_global(op)
+            return
+        if op.dialect_name() == "llvm" and not op.regions and not op.successors:
+            self.emit(op.clone_without_regions(value_mapper=self.values))
+            return
+        raise unsupported(op)
+
+    # --- loops ----------------------------------------------------------------------
+
+    def emit_counted_loop(
+        self, lb: int, ub: int, step: int, body: Callable[[SSAValue], None]
+    ) -> None:
+        """`for iv in range(lb, ub, step): body(iv)` with constant bounds, as blocks.
+
+        Emitted rotated (the trip count is known to be positive): the body block takes
+        the induction variable as argument and ends with the increment, the compare
+        and the branch back. One iteration needs no loop at all.
+        """
+        extent = len(range(lb, ub, step))
+        if extent == 0:
+            return
+        if extent == 1:
+            body(self.const(lb))
+            return
+        header = self.new_block([i64])
+        self.emit(llvm.BrOp(header, self.const(lb)))
+        self.place(header)
+        iv = header.args[0]
+        body(iv)
+        nxt = self.emit1(llvm.AddOp(iv, self.const(step), overflow=_NSW_NUW))
+        more = self.emit1(llvm.ICmpOp(nxt, self.const(ub), _SLT))
+        exit_block = self.new_block()
+        self.emit(llvm.CondBrOp(more, header, [nxt], exit_block, []))
+        self.place(exit_block)
+
+    def lower_for(self, op: loop.ForOp) -> None:
+        FOR_LOWERINGS.get(op.kind.data, lower_serial_for)(self, op)
+
+    def lower_scf_for(self, op: scf.ForOp) -> None:
+        lb, ub, step = self.get(op.lb), self.get(op.ub), self.get(op.step)
+        inits = [self.get(v) for v in op.iter_args]
+        header = self.new_block([lb.type, *(v.type for v in inits)])
+        body = self.new_block()
+        exit_block = self.new_block()
+        self.emit(llvm.BrOp(header, lb, *inits))
+        self.place(header)
+        more = self.emit1(llvm.ICmpOp(header.args[0], ub, _SLT))
+        self.emit(llvm.CondBrOp(more, body, [], exit_block, []))
+        self.place(body)
+        for arg, value in zip(op.body.block.args, header.args):
+            self.map(arg, value)
+        yield_op = self.lower_ops(op.body.block)
+        carried = [self.get(v) for v in yield_op.operands] if yield_op is not None else []
+        nxt = self.emit1(llvm.AddOp(header.args[0], step, overflow=_NSW))
+        self.emit(llvm.BrOp(header, nxt, *carried))
+        self.place(exit_block)
+        for result, value in zip(op.results, header.args[1:]):
+            self.map(result, value)
+
+    # --- conditionals and branches ---------------------------------------------------
+
+    def lower_if(self, op: scf.IfOp) -> None:
+        cond = self.get(op.cond)
+        result_types = [convert_type(r.type) for r in op.results]
+        then_block = self.new_block()
+        join = self.new_block(result_types)
+        has_else = bool(op.false_region.blocks)
+        else_block = self.new_block() if has_else else join
+        self.emit(llvm.CondBrOp(cond, then_block, [], else_block, []))
+        for region, block in ((op.true_region, then_block), (op.false_region, else_block)):
+            if not region.blocks:
+                continue
+            self.place(block)
+            yield_op = self.lower_ops(region.block)
+            values = [self.get(v) for v in yield_op.operands] if yield_op is not None else []
+            self.emit(llvm.BrOp(join, *values))
+        self.place(join)
+        for result, value in zip(op.results, join.args):
+            self.map(result, value)
+
+    def lower_branch(self, op: Operation) -> None:
+        if isinstance(op, cf.BranchOp):
+            args = [self.get(v) for v in op.arguments]
+            self.emit(llvm.BrOp(self.block_map[op.successor], *args))
+            return
+        op = cast(cf.ConditionalBranchOp, op)
+        self.emit(
+            llvm.CondBrOp(
+                self.get(op.cond),
+                self.block_map[op.then_block],
+                [self.get(v) for v in op.then_arguments],
+                self.block_map[op.else_block],
+                [self.get(v) for v in op.else_arguments],
+            )
+        )
+
+    # --- memory ---------------------------------------------------------------------
+
+    def lower_alloc(self, op: Operation) -> None:
+        t = cast(MemRefType, op.results[0].type)
+        element = convert_type(t.get_element_type())
+        count = num_elements(t)
+        nbytes = count * byte_size(element)
+        requested = op.properties.get("alignment")
+        align = requested.value.data if isinstance(requested, IntegerAttr) else None
+        on_stack = isinstance(op, memref.AllocaOp)
+        if isinstance(op, loop.AllocOp):
+            scope = loop.scope_of(t).data
+            if scope not in ("global", "local"):
+                raise unsupported(op, f"memory scope '{scope}' has no CPU lowering")
+            on_stack = scope == "local" and nbytes <= LOCAL_STACK_LIMIT
+        if on_stack:
+            alloca = llvm.AllocaOp(self.const(count), element, align or LOCAL_ALIGNMENT)
+            self.in_entry(alloca)
+            self.map(op.results[0], alloca.results[0])
+            return
+        self.map(op.results[0], self.emit_heap_alloc(op, nbytes, max(align or 1, GLOBAL_ALIGNMENT)))
+
+    def emit_heap_alloc(self, op: Operation, nbytes: int, align: int) -> SSAValue:
+        """`aligned_alloc(align, nbytes rounded up)`, freed at every return.
+
+        At the alloc's place when it is in the function's top-level block; hoisted
+        into the entry block otherwise (inside a loop it would allocate every time).
+        """
+        size = -(-max(nbytes, 1) // align) * align
+        args = [self.const(align), self.const(size)]
+        call = llvm.CallOp("aligned_alloc", *args, return_type=PTR)
+        self.externals.setdefault("aligned_alloc", _ALIGNED_ALLOC)
+        self.externals.setdefault("free", _FREE)
+        if op.parent_block() is self.func.body.blocks.first:
+            self.emit(call)
+        else:
+            self.in_entry(call)
+        self.heap_buffers.append(call.results[0])
+        return call.results[0]
+
+    def lower_dealloc(self, op: memref.DeallocOp) -> None:
+        ptr = self.get(op.memref)
+        if ptr in self.heap_buffers:
+            self.heap_buffers.remove(ptr)
+            self.call_external("free", _FREE, [ptr])
+
+    def lower_get_global(self, op: Operation) -> None:
+        name = get_global_name(op)
+        if name not in self.module.globals:
+            raise unsupported(op, f"unknown global @{name}")
+        self.map(op.results[0], self.emit1(llvm.AddressOfOp(param_symbol(name), PTR)))
+
+    def lower_load(self, op: Operation) -> None:
+        base, indices, amap = _access_parts(op)
+        t = convert_type(op.results[0].type)
+        ptr = self.address(base, indices, amap)
+        align = byte_size(cast(MemRefType, base.type).get_element_type())
+        self.map(op.results[0], self.emit1(llvm.LoadOp(ptr, t, alignment=align)))
+
+    def lower_store(self, op: Operation) -> None:
+        base, indices, amap = _access_parts(op)
+        value = self.get(op.operands[0])
+        ptr = self.address(base, indices, amap)
+        align = byte_size(cast(MemRefType, base.type).get_element_type())
+        self.emit(llvm.StoreOp(value, ptr, alignment=align))
+
+    def address(
+        self, base: SSAValue, indices: Sequence[SSAValue], amap: AffineMap | None
+    ) -> SSAValue:
+        """`&base[map(indices)]`: one linear i64 offset and a `getelementptr inbounds`."""
+        t = cast(MemRefType, base.type)
+        shape = t.get_shape()
+        strides, offset = _layout(t)
+        operands = [self.get(v) for v in indices]
+        terms: dict[SSAValue, int] = {}
+        const = offset
+        if amap is None:
+            for value, stride in zip(operands, strides):
+                terms[value] = terms.get(value, 0) + stride
+        else:
+            if len(amap.results) != len(shape):
+                raise LoweringError(
+                    f"convert-loop-to-llvm: map {amap} does not index a {t}"
+                )
+            for expr, stride in zip(amap.results, strides):
+                const += self._linearize(expr, operands, amap.num_dims, stride, terms)
+        ptr = self.get(base)
+        # The same address in the same block (a load then a store of an accumulator)
+        # is computed once: less IR to translate; LLVM would merge them anyway.
+        key = (self.block, ptr, tuple(terms.items()), const)
+        cached = self._addresses.get(key)
+        if cached is not None:
+            return cached
+        self._addresses[key] = address = self._gep(ptr, t, self.emit_linear(terms, const))
+        return address
+
+    def _gep(self, ptr: SSAValue, t: MemRefType, offset: SSAValue | int) -> SSAValue:
+        element = convert_type(t.get_element_type())
+        if isinstance(offset, int):
+            if offset == 0:
+                return ptr
+            if -(2**31) <= offset < 2**31:
+                return self.emit1(llvm.GEPOp(ptr, [offset], element, inbounds=True))
+            offset = self.const(offset)
+        return self.emit1(
+            llvm.GEPOp(ptr, [llvm.GEP_USE_SSA_VAL], element, [offset], inbounds=True)
+        )
+
+    def _linearize(
+        self,
+        expr: AffineExpr,
+        operands: Sequence[SSAValue],
+        num_dims: int,
+        scale: int,
+        terms: dict[SSAValue, int],
+    ) -> int:
+        """Add `scale * expr` to `terms` (value -> coefficient); return its constant part."""
+        match expr:
+            case AffineConstantExpr(value=v):
+                return scale * v
+            case AffineDimExpr(position=p):
+                value = operands[p]
+            case AffineSymExpr(position=p):
+                value = operands[num_dims + p]
+            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
+                const = self._linearize(lhs, operands, num_dims, scale, terms)
+                return const + self._linearize(rhs, operands, num_dims, scale, terms)
+            case AffineBinaryOpExpr(
+                kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)
+            ):
+                return self._linearize(lhs, operands, num_dims, scale * c, terms)
+            case AffineBinaryOpExpr(
+                kind=AffineBinaryOpKind.Mul, lhs=AffineConstantExpr(value=c), rhs=rhs
+            ):
+                return self._linearize(rhs, operands, num_dims, scale * c, terms)
+            case _:
+                value = self._emit_expr(expr, operands, num_dims)
+        if scale:
+            terms[value] = terms.get(value, 0) + scale
+        return 0
+
+    def _emit_expr(self, expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int) -> SSAValue:
+        """An affine expression as an i64 value (for the non-linear parts: div, mod, ...)."""
+        match expr:
+            case AffineConstantExpr(value=v):
+                return self.const(v)
+            case AffineDimExpr(position=p):
+                return operands[p]
+            case AffineSymExpr(position=p):
+                return operands[num_dims + p]
+            case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
+                a = self._emit_expr(lhs, operands, num_dims)
+                b = self._emit_expr(rhs, operands, num_dims)
+                if kind == AffineBinaryOpKind.Add:
+                    return self.emit1(llvm.AddOp(a, b, overflow=_NSW))
+                if kind == AffineBinaryOpKind.Mul:
+                    return self.emit1(llvm.MulOp(a, b, overflow=_NSW))
+                # mod, floordiv, ceildiv: the divisor is a positive constant in affine maps
+                q = self.emit1(llvm.SDivOp(a, b))
+                r = self.emit1(llvm.SRemOp(a, b))
+                negative = self.emit1(llvm.ICmpOp(r, self.const(0), _SLT))
+                if kind == AffineBinaryOpKind.Mod:
+                    return self.emit1(llvm.SelectOp(negative, self.emit1(llvm.AddOp(r, b)), r))
+                if kind == AffineBinaryOpKind.FloorDiv:
+                    one = self.emit1(llvm.ZExtOp(negative, i64))
+                    return self.emit1(llvm.SubOp(q, one))
+                positive = self.emit1(
+                    llvm.ICmpOp(self.const(0), r, _SLT)
+                )
+                return self.emit1(llvm.AddOp(q, self.emit1(llvm.ZExtOp(positive, i64))))
+        raise LoweringError(f"convert-loop-to-llvm: unexpected affine expression {expr}")
+
+    def emit_linear(self, terms: dict[SSAValue, int], const: int) -> SSAValue | int:
+        """`sum(coeff * value) + const` as i64 (an int when there are no terms)."""
+        total: SSAValue | None = None
+        for value, coeff in terms.items():
+            if coeff == 0:
+                continue
+            term = value
+            if coeff != 1:
+                term = self.emit1(llvm.MulOp(value, self.const(coeff), overflow=_NSW))
+            total = term if total is None else self.emit1(llvm.AddOp(total, term, overflow=_NSW))
+        if total is None:
+            return const
+        if const:
+            total = self.emit1(llvm.AddOp(total, self.const(const), overflow=_NSW))
+        return total
+
+    # --- calls, returns, casts ------------------------------------------------------
+
+    def lower_call(self, op: func.CallOp) -> None:
+        if len(op.results) > 1:
+            raise unsupported(op, "more than one result")
+        t = convert_type(op.results[0].type) if op.results else None
+        call = self.emit(
+            llvm.CallOp(op.callee.root_reference.data, *self.operands(op), return_type=t)
+        )
+        if op.results:
+            self.map(op.results[0], call.results[0])
+
+    def lower_return(self, op: func.ReturnOp) -> None:
+        for ptr in self.heap_buffers:
+            self.call_external("free", _FREE, [ptr])
+        values = self.operands(op)
+        self.emit(llvm.ReturnOp(values[0] if values else None))
+
+    def lower_cast(self, op: builtin.UnrealizedConversionCastOp) -> None:
+        if len(op.inputs) != 1 or len(op.outputs) != 1:
+            raise unsupported(op, "only 1:1 casts")
+        value = self.get(op.inputs[0])
+        if value.type != convert_type(op.outputs[0].type):
+            raise unsupported(op, f"from {op.inputs[0].type} to {op.outputs[0].type}")
+        self.map(op.outputs[0], value)
+
+
+def _access_parts(op: Operation) -> tuple[SSAValue, Sequence[SSAValue], AffineMap | None]:
+    """(memref, index operands, affine map or None for plain indices) of a load/store."""
+    if isinstance(op, loop.LoadOp | loop.StoreOp):
+        return op.memref, op.indices, op.map.data
+    if isinstance(op, memref.LoadOp | memref.StoreOp):
+        return op.memref, op.indices, None
+    if isinstance(op, vector.LoadOp | vector.StoreOp):
+        return op.base, op.indices, None
+    raise unsupported(op)
+
+
+def _layout(t: MemRefType) -> tuple[list[int], int]:
+    """Element strides and offset of a memref (identity layout: row-major, offset 0)."""
+    layout = t.layout
+    if isinstance(layout, NoneAttr):
+        return row_major_strides(t.get_shape()), 0
+    if isinstance(layout, AffineMapAttr) and layout.data == AffineMap.identity(t.get_num_dims()):
+        return row_major_strides(t.get_shape()), 0
+    if isinstance(layout, StridedLayoutAttr):
+        strides = [s.data if isinstance(s, IntAttr) else None for s in layout.strides.data]
+        offset = layout.offset.data if isinstance(layout.offset, IntAttr) else None
+        if None not in strides and offset is not None:
+            return cast(list[int], strides), offset
+    raise LoweringError(f"convert-loop-to-llvm: unsupported layout of {t}")
+

@@ -1,0 +1,230 @@
+"""runtime/jit.py: compile llvm-dialect modules for the host CPU, load, bind parameters, call."""
+
+import ctypes
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import llvmlite.binding as llvm_binding
+import numpy as np
+import pytest
+
+from xweave.context import parse_module
+from xweave.lowering.loop_to_llvm import extract_params, lower_module
+from xweave.runtime.jit import (
+    JITError,
+    UnresolvedSymbolError,
+    compile_llvm,
+    host_target_machine,
+    load_object,
+)
+
+
+def lower(text: str):
+    module = parse_module(text)
+    params = extract_params(module)
+    lower_module(module)
+    return module, params
+
+
+def scale_model(n: int, weight: str = "dense<0.0>") -> str:
+    """@main(x, y): y = x * w + 1 with a weight global `w` of n floats."""
+    return f"""
+func.func @scale(%x: memref<{n}xf32>, %w: memref<{n}xf32>, %y: memref<{n}xf32>) attributes {{xweave.kernel}} {{
+  %one = arith.constant 1.0 : f32
+  loop.for %i = 0 to {n} {{
+    %a = loop.load %x[%i] : memref<{n}xf32>
+    %b = loop.load %w[%i] : memref<{n}xf32>
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %p, %one : f32
+    loop.store %s, %y[%i] : memref<{n}xf32>
+  }}
+  func.return
+}}
+func.func @main(%x: memref<{n}xf32>, %y: memref<{n}xf32>) {{
+  %w = "memref.get_global"() <{{name = @w}}> : () -> memref<{n}xf32>
+  func.call @scale(%x, %w, %y) : (memref<{n}xf32>, memref<{n}xf32>, memref<{n}xf32>) -> ()
+  func.return
+}}
+"memref.global"() <{{sym_name = "w", sym_visibility = "private", type = memref<{n}xf32>, initial_value = {weight} : tensor<{n}xf32>, constant}}> : () -> ()
+"""
+
+
+@pytest.fixture(scope="module")
+def scale64():
+    module, params = lower(scale_model(64, "dense<2.0>"))
+    return compile_llvm(module), params
+
+
+def run_main(engine, x: np.ndarray) -> np.ndarray:
+    y = np.full_like(x, np.nan)
+    engine.get_function("main", [ctypes.c_void_p, ctypes.c_void_p])(x.ctypes.data, y.ctypes.data)
+    return y
+
+
+def test_host_target_machine():
+    tm = host_target_machine()
+    assert tm is host_target_machine("pic")
+    assert tm.triple == llvm_binding.get_process_triple() or "x86_64" in tm.triple
+
+
+def test_compile_artifacts(scale64):
+    compiled, params = scale64
+    assert compiled.object_bytes[:4] == b"\x7fELF"
+    assert "define void @main(" in compiled.llvm_ir
+    assert "@xweave_param_table" in compiled.llvm_ir
+    assert compiled.param_names == ("w",)
+    assert re.search(r"^main:", compiled.assembly, re.MULTILINE)
+    x = np.arange(64, dtype=np.float32)
+    np.testing.assert_array_equal(run_main(compiled.load(params), x), x * 2 + 1)
+
+
+def test_compile_from_text():
+    compiled = compile_llvm("""
+llvm.func @twice(%x: f64) -> f64 {
+  %y = llvm.fadd %x, %x : f64
+  llvm.return %y : f64
+}
+""")
+    twice = load_object(compiled.object_bytes).get_function(
+        "twice", [ctypes.c_double], ctypes.c_double
+    )
+    assert twice(1.25) == 2.5
+
+
+def test_contract_loop_becomes_ymm_fma():
+    module, _ = lower("""
+func.func @axpy(%x: memref<1024xf32>, %y: memref<1024xf32>) attributes {xweave.kernel} {
+  %a = arith.constant 3.0 : f32
+  loop.for %i = 0 to 1024 {
+    %v = loop.load %x[%i] : memref<1024xf32>
+    %w = loop.load %y[%i] : memref<1024xf32>
+    %p = arith.mulf %a, %v : f32
+    %s = arith.addf %p, %w : f32
+    loop.store %s, %y[%i] : memref<1024xf32>
+  }
+  func.return
+}
+""")
+    compiled = compile_llvm(module)
+    if not llvm_binding.get_host_cpu_features().get("fma", False):
+        pytest.skip("this CPU has no FMA")
+    assert re.search(r"vfmadd\d+ps\s+[^\n]*%ymm", compiled.assembly), compiled.assembly
+    x = np.arange(1024, dtype=np.float32)
+    y = np.ones(1024, np.float32)
+    load_object(compiled.object_bytes).get_function("axpy")(x, y)
+    np.testing.assert_allclose(y, 3 * x + 1, rtol=1e-6)
+
+
+def test_two_loaded_instances_have_their_own_parameters(scale64):
+    compiled, _ = scale64
+    x = np.arange(64, dtype=np.float32)
+    a = compiled.load({"w": np.full(64, 3.0, np.float32)})
+    b = compiled.load({"xweave_param_w": np.full(64, -1.0, np.float32)})
+    # another model with a parameter of the same name, loaded in the same process
+    other_module, other_params = lower(scale_model(8, "dense<5.0>"))
+    c = compile_llvm(other_module).load(other_params)
+    np.testing.assert_array_equal(run_main(a, x), 3 * x + 1)
+    np.testing.assert_array_equal(run_main(b, x), 1 - x)
+    np.testing.assert_array_equal(run_main(c, x[:8]), 5 * x[:8] + 1)
+    np.testing.assert_array_equal(run_main(a, x), 3 * x + 1)
+
+
+def test_parameter_errors(scale64):
+    compiled, _ = scale64
+    with pytest.raises(JITError, match="no value for parameter.*'w'"):
+        compiled.load({})
+    with pytest.raises(JITError, match="parameter 'w'.*128 bytes.*expects 256"):
+        compiled.load({"w": np.zeros(32, np.float32)})
+
+
+def test_unknown_function(scale64):
+    compiled, params = scale64
+    with pytest.raises(JITError, match="no function 'nope'"):
+        compiled.load(params).get_function("nope")
+
+
+MISSING = """
+llvm.func @xweave_test_{name}(f32) -> f32
+llvm.func @call_it(%x: f32) -> f32 {{
+  %y = llvm.call @xweave_test_{name}(%x) : (f32) -> f32
+  llvm.return %y : f32
+}}
+"""
+
+
+def test_missing_external_symbol_is_a_clear_error():
+    compiled = compile_llvm(MISSING.format(name="missing_fn"))
+    with pytest.raises(UnresolvedSymbolError, match="'xweave_test_missing_fn'"):
+        load_object(compiled.object_bytes)
+
+
+def test_external_symbol_given_by_the_caller():
+    compiled = compile_llvm(MISSING.format(name="callback"))
+    callback = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)(lambda v: v * 10)
+    address = ctypes.cast(callback, ctypes.c_void_p).value
+    engine = load_object(compiled.object_bytes, {"xweave_test_callback": address})
+    call_it = engine.get_function("call_it", [ctypes.c_float], ctypes.c_float)
+    assert call_it(1.5) == 15.0
+
+
+def test_missing_symbol_does_not_crash_a_fresh_process():
+    compiled = compile_llvm(MISSING.format(name="absent"))
+    script = textwrap.dedent("""
+        import sys
+        from xweave.runtime.jit import UnresolvedSymbolError, load_object
+        try:
+            load_object(sys.stdin.buffer.read())
+        except UnresolvedSymbolError as e:
+            print("error:", e)
+    """)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], input=compiled.object_bytes, capture_output=True
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"'xweave_test_absent'" in proc.stdout
+
+
+def test_exported_object_reloads_in_a_fresh_process(tmp_path, scale64):
+    compiled, _ = scale64
+    (tmp_path / "model.o").write_bytes(compiled.object_bytes)
+    np.savez(tmp_path / "params.npz", w=np.linspace(-1, 1, 64, dtype=np.float32))
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from pathlib import Path
+        from xweave.runtime.jit import load_object
+
+        d = Path(sys.argv[1])
+        params = dict(np.load(d / "params.npz"))
+        engine = load_object((d / "model.o").read_bytes(), params)
+        x = np.arange(64, dtype=np.float32)
+        y = np.empty_like(x)
+        engine.get_function("main")(x, y)
+        np.save(d / "y.npy", y)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    x = np.arange(64, dtype=np.float32)
+    np.testing.assert_allclose(
+        np.load(tmp_path / "y.npy"), x * np.linspace(-1, 1, 64, dtype=np.float32) + 1, rtol=1e-6
+    )
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to link with")
+def test_pic_object_links_into_a_shared_library(tmp_path, scale64):
+    compiled, _ = scale64
+    (tmp_path / "model.o").write_bytes(compiled.object_bytes)
+    subprocess.run(
+        ["cc", "-shared", "-o", str(tmp_path / "model.so"), str(tmp_path / "model.o"), "-lm"],
+        check=True,
+    )
+    lib = ctypes.CDLL(str(tmp_path / "model.so"))
+    weights = np.full(64, 4.0, np.float32)
+    (ctypes.c_void_p * 1).in_dll(lib, "xweave_param_table")[0] = weights.ctypes.data
+    x = np.arange(64, dtype=np.float32)
+    y = np.empty_like(x)
+    lib.main(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data))
+    np.testing.assert_array_equal(y, 4 * x + 1)
