@@ -1,0 +1,215 @@
+"""A compiled model: machine code, parameters and signature; run, export, load."""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import json
+import os
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+
+from xweave.errors import InputError, ModelError
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Name, static shape and dtype of a model input or output."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+    @staticmethod
+    def from_json(d: dict) -> TensorSpec:
+        return TensorSpec(d["name"], tuple(d["shape"]), d["dtype"])
+
+
+def _numpy_dtype(element_type) -> str:
+    from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType
+
+    if isinstance(element_type, Float32Type):
+        return "float32"
+    if isinstance(element_type, Float64Type):
+        return "float64"
+    if isinstance(element_type, IntegerType):
+        return f"int{element_type.width.data}"
+    raise ModelError(f"unsupported element type {element_type}")
+
+
+def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Inputs and outputs of `@main` in a graph-stage module."""
+    main = next(
+        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main"),
+        None,
+    )
+    if main is None:
+        raise ModelError("the module has no @main function")
+
+    def names(attr: str, count: int, prefix: str) -> list[str]:
+        value = main.attributes.get(attr)
+        if isinstance(value, ArrayAttr):
+            return [s.data for s in value.data if isinstance(s, StringAttr)]
+        return [f"{prefix}{i}" for i in range(count)]
+
+    ins = main.function_type.inputs.data
+    outs = main.function_type.outputs.data
+    specs = []
+    for types, attr, prefix in ((ins, "xweave.input_names", "input"), (outs, "xweave.output_names", "output")):
+        specs.append([
+            TensorSpec(name, tuple(t.get_shape()), _numpy_dtype(t.get_element_type()))
+            for name, t in zip(names(attr, len(types), prefix), types)
+            if isinstance(t, TensorType)
+        ])
+    return specs[0], specs[1]
+
+
+class CompiledModule:
+    """A model compiled for the CPU: call `run(**inputs)`, `export(path)`."""
+
+    def __init__(self, object_bytes: bytes, params: dict[str, np.ndarray],
+                 inputs: list[TensorSpec], outputs: list[TensorSpec], compiled=None):
+        from xweave.runtime.jit import load_object
+
+        self.object_bytes = object_bytes
+        self.params = params
+        self.inputs = inputs
+        self.outputs = outputs
+        self._compiled = compiled  # the CompiledObject, when built in this process
+        self._engine = load_object(object_bytes, params)
+        self._main = self._engine.get_function(
+            "main", [ctypes.c_void_p] * (len(inputs) + len(outputs))
+        )
+
+    @staticmethod
+    def from_llvm_module(module: ModuleOp, params: dict[str, np.ndarray],
+                         signature: tuple[list[TensorSpec], list[TensorSpec]]) -> CompiledModule:
+        """Optimize and compile an llvm-dialect module for the host CPU."""
+        from xweave.runtime.jit import compile_llvm
+
+        compiled = compile_llvm(module)
+        return CompiledModule(compiled.object_bytes, params, signature[0], signature[1], compiled)
+
+    @property
+    def llvm_ir(self) -> str:
+        """The optimized LLVM IR (only for a module built in this process)."""
+        return self._compiled.llvm_ir if self._compiled else ""
+
+    @property
+    def assembly(self) -> str:
+        """The generated assembly (only for a module built in this process)."""
+        return self._compiled.assembly if self._compiled else ""
+
+    # --- running -----------------------------------------------------------------
+
+    def _check_inputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        expected = {spec.name: spec for spec in self.inputs}
+        missing = [n for n in expected if n not in inputs]
+        extra = [n for n in inputs if n not in expected]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append("missing input(s): " + ", ".join(
+                    f"'{n}' (expected shape {list(expected[n].shape)}, dtype {expected[n].dtype})"
+                    for n in missing))
+            if extra:
+                parts.append("unknown input(s): " + ", ".join(f"'{n}'" for n in extra)
+                             + f" (the model's inputs are: {', '.join(expected)})")
+            raise InputError("; ".join(parts))
+        arrays = []
+        for spec in self.inputs:
+            value = inputs[spec.name]
+            array = np.asarray(value)
+            if array.dtype != np.dtype(spec.dtype):
+                raise InputError(f"input '{spec.name}': expected dtype {spec.dtype}, got {array.dtype}")
+            if tuple(array.shape) != spec.shape:
+                raise InputError(f"input '{spec.name}': expected shape {list(spec.shape)}, "
+                                 f"got {list(array.shape)}")
+            arrays.append(np.ascontiguousarray(array))
+        return arrays
+
+    def run(self, **inputs: np.ndarray) -> list[np.ndarray]:
+        """Run the model; inputs by ONNX input name, outputs in ONNX order."""
+        arrays = self._check_inputs(inputs)
+        outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
+        self._main(*[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outputs])
+        return outputs
+
+    def benchmark(self, inputs: dict[str, np.ndarray], repeat: int = 10,
+                  number: int = 1) -> np.ndarray:
+        """Seconds per run for `repeat` measurements of `number` runs each (after a warm-up)."""
+        arrays = self._check_inputs(inputs)
+        outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
+        args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+        self._main(*args)
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _ in range(number):
+                self._main(*args)
+            times.append((time.perf_counter() - start) / number)
+        return np.array(times)
+
+    # --- export / load --------------------------------------------------------------
+
+    def export(self, path: str | os.PathLike) -> None:
+        """Write one file (object code, parameters, manifest) that `load_module` reads.
+
+        The file is written to a temporary name and renamed, so an existing module at
+        `path` is never left half-written.
+        """
+        path = Path(path)
+        manifest = {
+            "format": "xweave-module",
+            "version": FORMAT_VERSION,
+            "target": "llvm",
+            "inputs": [s.to_json() for s in self.inputs],
+            "outputs": [s.to_json() for s in self.outputs],
+        }
+        params = io.BytesIO()
+        np.savez(params, **self.params)
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
+                zf.writestr("manifest.json", json.dumps(manifest, indent=2))
+                zf.writestr("module.o", self.object_bytes)
+                zf.writestr("params.npz", params.getvalue())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+
+def load_module(path: str | os.PathLike) -> CompiledModule:
+    """Load a module written by `CompiledModule.export` (no recompilation)."""
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            manifest = json.loads(zf.read("manifest.json"))
+            object_bytes = zf.read("module.o")
+            with np.load(io.BytesIO(zf.read("params.npz"))) as npz:
+                params = {k: npz[k] for k in npz.files}
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, KeyError, ValueError, json.JSONDecodeError) as e:
+        raise ModelError(f"{path}: not an xweave module ({e})") from None
+    if manifest.get("format") != "xweave-module" or manifest.get("version") != FORMAT_VERSION:
+        raise ModelError(f"{path}: unsupported module format {manifest.get('format')!r} "
+                         f"version {manifest.get('version')!r}")
+    return CompiledModule(
+        object_bytes, params,
+        [TensorSpec.from_json(d) for d in manifest["inputs"]],
+        [TensorSpec.from_json(d) for d in manifest["outputs"]],
+    )
