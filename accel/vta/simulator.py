@@ -354,6 +354,13 @@ class Dram:
         dram._buf = arr
         return dram
 
+    def copy(self) -> Dram:
+        """An independent copy (same regions, same bytes; a wrapped buffer is copied too)."""
+        new = Dram(None if self._growable else self.size, self.config)
+        new._buf = self._buf.copy()
+        new._top, new.regions = self._top, dict(self.regions)
+        return new
+
     # --- raw bytes --------------------------------------------------------------------
     @property
     def size(self) -> int:
@@ -655,8 +662,8 @@ class Simulator:
     """Runs one binary VTA program against a DRAM image.
 
     `program` is a `vta.program` op (encoded first), an `(instructions, uops)` pair of
-    byte strings, or the instruction bytes alone (with `uops=`). `dram` is modified in place
-    (STOREs write it). After `run()`, the scratchpads stay readable (`scratchpad("acc")`).
+    byte strings, or the instruction bytes alone (with `uops=`). `dram` (a `Dram`, or a flat
+    writable buffer such as a bytearray) is modified in place (STOREs write it). After `run()`, the scratchpads stay readable (`scratchpad("acc")`).
     With `execute=False` only the timing and counters are computed (like VTA's profiler
     debug mode), nothing is read or written.
     """
@@ -664,7 +671,7 @@ class Simulator:
     def __init__(
         self,
         program: ProgramOp | tuple[bytes, bytes] | bytes,
-        dram: Dram | None = None,
+        dram: Dram | bytearray | None = None,
         config: HardwareConfig = DEFAULT,
         *,
         uops: bytes | None = None,
@@ -685,7 +692,11 @@ class Simulator:
             raise ValueError(f"token_queue_depth must be >= 1, got {token_queue_depth}")
         self.token_queue_depth = token_queue_depth
         self.execute = execute
-        self.dram = dram if dram is not None else Dram(config=config)
+        if dram is None:
+            dram = Dram(config=config)
+        elif not isinstance(dram, Dram):  # one flat writable buffer, used in place
+            dram = Dram.wrap(dram, config)
+        self.dram = dram
         if self.dram.config != config:
             raise ValueError("the Dram was made for a different HardwareConfig")
         for name, bits in (("inp_bits", config.inp_bits), ("wgt_bits", config.wgt_bits),
@@ -1060,7 +1071,7 @@ class Simulator:
                 f"  {m}: instruction #{insn.index} at {insn.index * 16:#06x} ({insn.text}) "
                 f"waits on {' and '.join(waits)} (empty)"
             )
-        first = min(blocked.values())[0]
+        first = min(blocked.values())[0] if blocked else len(self.insns) - 1
         insn = self.insns[first]
         what = (
             f"deadlock at cycle {now}: every module with instructions left is blocked on an "
@@ -1089,12 +1100,15 @@ def _hazard_free_runs(dst: np.ndarray, src: np.ndarray | None, depth: int):
     """Split walk points into consecutive runs that can be applied at once: within a run no
     accumulator is written twice, and none is read after an earlier point wrote it."""
     n = len(dst)
-    written_at = np.full(depth, n, dtype=np.int64)
-    written_at[dst[::-1]] = np.arange(n - 1, -1, -1)  # first write of each index
-    unique = np.count_nonzero(written_at < n) == n
-    if unique and (src is None or not (written_at[src] < np.arange(n)).any()):
-        yield 0, n
-        return
+    if len(np.unique(dst)) == n:
+        if src is None:
+            yield 0, n
+            return
+        written_at = np.full(depth, n, dtype=np.int64)
+        written_at[dst] = np.arange(n)  # dst is unique: one write per index
+        if not (written_at[src] < np.arange(n)).any():
+            yield 0, n
+            return
     start, seen = 0, set()
     dl = dst.tolist()
     sl = src.tolist() if src is not None else None
@@ -1129,7 +1143,7 @@ def _alu_function(opcode: AluOpcode, shr_bits: int):
 
 def simulate(
     program: ProgramOp | tuple[bytes, bytes] | bytes,
-    dram: Dram | None = None,
+    dram: Dram | bytearray | None = None,
     config: HardwareConfig = DEFAULT,
     **kwargs: Any,
 ) -> SimReport:

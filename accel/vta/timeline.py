@@ -6,7 +6,7 @@ alone)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from xweave.accel.vta.simulator import SimReport
