@@ -196,7 +196,12 @@ class YieldOp(IRDLOperation):
 
 @irdl_op_definition
 class ForOp(IRDLOperation):
-    """`loop.for %i = lb to ub step s kind { ... }`: a loop with constant bounds."""
+    """`loop.for "name" %i = lb to ub step s kind { ... }`: a loop with constant bounds.
+
+    The optional name (`<stage>.<axis>`, e.g. `conv2d.rc`) is how schedules address a
+    loop: `loop-split{loop=conv2d.rc factor=4}` makes `conv2d.rc.outer` and
+    `conv2d.rc.inner`, as TVM names split axes.
+    """
 
     name = "loop.for"
 
@@ -208,6 +213,8 @@ class ForOp(IRDLOperation):
     """Increment of the induction variable (positive)."""
     kind = prop_def(ForKindAttr, default_value=ForKindAttr(ForKind.SERIAL))
     """How the iterations are executed."""
+    loop_name = opt_prop_def(StringAttr, prop_name="name")
+    """The name schedules address this loop by."""
 
     body = region_def("single_block")
     """One block, whose only argument is the `index` induction variable."""
@@ -221,20 +228,29 @@ class ForOp(IRDLOperation):
         step: int | IntegerAttr = 1,
         kind: ForKind | ForKindAttr = ForKind.SERIAL,
         body: Region | Block | None = None,
+        name: str | StringAttr | None = None,
     ):
         """Build a loop; without `body`, an empty body with the induction variable."""
         if body is None:
             body = Block(arg_types=[IndexType()])
+        properties = {
+            "lb": _i64(lb),
+            "ub": _i64(ub),
+            "step": _i64(step),
+            "kind": kind if isinstance(kind, ForKindAttr) else ForKindAttr(kind),
+        }
+        if name is not None:
+            properties["name"] = StringAttr(name) if isinstance(name, str) else name
         super().__init__(
-            properties={
-                "lb": _i64(lb),
-                "ub": _i64(ub),
-                "step": _i64(step),
-                "kind": kind if isinstance(kind, ForKindAttr) else ForKindAttr(kind),
-            },
+            properties=properties,
             regions=[[body] if isinstance(body, Block) else body],
         )
         ensure_terminator(self, self.get_trait(SingleBlockImplicitTerminator))
+
+    @property
+    def name_str(self) -> str | None:
+        """The loop's name, if it has one."""
+        return self.loop_name.data if self.loop_name is not None else None
 
     @property
     def induction_var(self) -> SSAValue:
@@ -276,6 +292,9 @@ class ForOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
+        if self.loop_name is not None:
+            printer.print_string_literal(self.loop_name.data)
+            printer.print_string(" ")
         printer.print_ssa_value(self.induction_var)
         printer.print_string(f" = {self.lb.value.data} to {self.ub.value.data}")
         if self.step.value.data != 1:
@@ -290,6 +309,7 @@ class ForOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ForOp:
+        name = parser.parse_optional_str_literal()
         indvar = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
         lb = parser.parse_integer(allow_boolean=False, context_msg=" as lower bound")
@@ -300,7 +320,7 @@ class ForOp(IRDLOperation):
             step = parser.parse_integer(allow_boolean=False, context_msg=" as step")
         kind = parser.parse_optional_str_enum(ForKind) or ForKind.SERIAL
         body = parser.parse_region((indvar.resolve(IndexType()),))
-        op = cls(lb, ub, step, kind, body)
+        op = cls(lb, ub, step, kind, body, name)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 

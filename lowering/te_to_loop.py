@@ -137,69 +137,78 @@ def _float_constant(value: float, type_) -> arith.ConstantOp:
     return arith.ConstantOp(FloatAttr(value, type_))
 
 
-def lower_compute(compute: te.ComputeOp, out: SSAValue, buffers: dict) -> list[Operation]:
-    """The loop nest that fills buffer `out` with the values of `compute`."""
-    shape = list(compute.shape.get_values())
-    reduce_shape = list(compute.reduce_shape.get_values()) if compute.reduce_shape else []
-    reducer = compute.reducer.data if compute.reducer is not None else None
-    element_type = compute.results[0].type.get_element_type()
-    body = compute.body.block
+def perfect_nest(extents: list[int], names: list[str], hints: list[str | None],
+                 fill) -> list[Operation]:
+    """A perfect loop nest; `fill(block, induction_vars)` fills the innermost body.
 
-    def nest(extents: list[int], inner) -> list[Operation]:
-        """Perfect nest over `extents`; `inner(block, vars)` fills the innermost block."""
-        if not extents:
-            return []
-        fors = [loop.ForOp(0, e) for e in extents]
-        first = len(spatial_vars) if extents is reduce_shape else 0
-        for f, arg in zip(fors, body.args[first:]):
-            f.induction_var.name_hint = arg.name_hint
-        for outer, inner_for in zip(fors, fors[1:]):
-            outer.body.block.insert_op_before(inner_for, outer.body.block.last_op)
-        innermost = fors[-1].body.block
-        block = Block()
-        inner(block, [f.body.block.args[0] for f in fors])
-        for op in list(block.ops):
-            op.detach()
-            innermost.insert_op_before(op, innermost.last_op)
-        return [fors[0]]
-
-    spatial_vars: list[SSAValue] = []
-
-    def spatial_body(block: Block, svars: list[SSAValue]):
-        spatial_vars[:] = svars
-        if reducer is None:
-            lowering = _BodyLowering(buffers, list(body.args[: len(svars)]), svars)
-            mapping = dict(zip(body.args, svars))
-            value = lowering.lower_block(body, mapping, block)
-            block.add_op(loop.StoreOp(value, out, svars))
-            return
-        init = _float_constant(REDUCER_IDENTITY[reducer], element_type)
-        block.add_op(init)
-        block.add_op(loop.StoreOp(init.result, out, svars))
-        for op in nest(reduce_shape, reduce_body):
-            block.add_op(op)
-
-    def reduce_body(block: Block, rvars: list[SSAValue]):
-        all_vars = spatial_vars + rvars
-        lowering = _BodyLowering(buffers, list(body.args), all_vars)
-        mapping = dict(zip(body.args, all_vars))
-        value = lowering.lower_block(body, mapping, block)
-        acc = loop.LoadOp(out, spatial_vars)
-        combined = REDUCER_COMBINE[reducer](acc.results[0], value)
-        block.add_ops([acc, combined, loop.StoreOp(combined.result, out, spatial_vars)])
-
-    if shape:
-        return nest(shape, spatial_body)
-    # A rank-0 result: the "nest" is the body itself.
+    With no extents (a rank-0 result) the body ops are returned unwrapped.
+    """
+    fors = [loop.ForOp(0, e, name=n) for e, n in zip(extents, names)]
+    for f, hint in zip(fors, hints):
+        f.induction_var.name_hint = hint
+    for outer, inner in zip(fors, fors[1:]):
+        outer.add_ops([inner])
     block = Block()
-    spatial_body(block, [])
+    fill(block, [f.induction_var for f in fors])
     ops = list(block.ops)
     for op in ops:
         op.detach()
-    return ops
+    if not fors:
+        return ops
+    fors[-1].add_ops(ops)
+    return [fors[0]]
+
+
+def lower_compute(compute: te.ComputeOp, out: SSAValue, buffers: dict,
+                  stage: str) -> list[Operation]:
+    """The loop nests that fill buffer `out` with the values of `compute`.
+
+    Loops are named `<stage>.<axis>`. A reduction becomes two nests: `<stage>_init`
+    stores the reducer's identity, then a perfect nest over the spatial and reduce
+    axes updates it, so schedules may reorder reduce axes outside spatial ones.
+    """
+    shape = list(compute.shape.get_values())
+    reduce_shape = list(compute.reduce_shape.get_values())
+    reducer = compute.reducer.data if compute.reducer is not None else None
+    element_type = compute.results[0].type.get_element_type()
+    body = compute.body.block
+    hints = [a.name_hint or f"i{d}" for d, a in enumerate(body.args)]
+    rank = len(shape)
+
+    def update(block: Block, ivs: list[SSAValue]):
+        lowering = _BodyLowering(buffers, list(body.args[: len(ivs)]), ivs)
+        value = lowering.lower_block(body, dict(zip(body.args, ivs)), block)
+        if reducer is not None:
+            acc = loop.LoadOp(out, ivs[:rank])
+            combined = REDUCER_COMBINE[reducer](acc.results[0], value)
+            block.add_ops([acc, combined])
+            value = combined.result
+        block.add_op(loop.StoreOp(value, out, ivs[:rank]))
+
+    if reducer is None:
+        return perfect_nest(shape, [f"{stage}.{h}" for h in hints], hints, update)
+
+    def init(block: Block, ivs: list[SSAValue]):
+        identity = _float_constant(REDUCER_IDENTITY[reducer], element_type)
+        block.add_ops([identity, loop.StoreOp(identity.result, out, ivs)])
+
+    init_nest = perfect_nest(shape, [f"{stage}_init.{h}" for h in hints[:rank]],
+                             hints[:rank], init)
+    update_nest = perfect_nest(shape + reduce_shape, [f"{stage}.{h}" for h in hints],
+                               hints, update)
+    return init_nest + update_nest
 
 
 # --- functions ---------------------------------------------------------------------
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    unique, n = name, 0
+    while unique in taken:
+        n += 1
+        unique = f"{name}_{n}"
+    taken.add(unique)
+    return unique
 
 
 def _lower_kernel(kernel: func.FuncOp) -> None:
@@ -216,7 +225,9 @@ def _lower_kernel(kernel: func.FuncOp) -> None:
     for arg in out_args:
         arg.name_hint = "out"
     new_ops: list[Operation] = []
+    stages: set[str] = set()
     for compute in [op for op in block.ops if isinstance(op, te.ComputeOp)]:
+        stage = _unique(compute.tag.data if compute.tag is not None else "compute", stages)
         result = compute.results[0]
         if result in outputs:
             buf = out_args[outputs.index(result)]
@@ -227,7 +238,7 @@ def _lower_kernel(kernel: func.FuncOp) -> None:
             if compute.tag is not None:
                 buf.name_hint = compute.tag.data
         buffers[result] = buf
-        new_ops.extend(lower_compute(compute, buf, buffers))
+        new_ops.extend(lower_compute(compute, buf, buffers, stage))
     for op in list(block.ops):
         op.detach()
         op.erase(safe_erase=False)
@@ -238,19 +249,14 @@ def _lower_kernel(kernel: func.FuncOp) -> None:
     kernel.function_type = func.FunctionType.from_lists([a.type for a in block.args], [])
 
 
-def _copy_nest(src: SSAValue, dst: SSAValue, shape: list[int]) -> list[Operation]:
-    fors = [loop.ForOp(0, e) for e in shape]
-    for outer, inner in zip(fors, fors[1:]):
-        outer.body.block.insert_op_before(inner, outer.body.block.last_op)
-    if not fors:
-        load = loop.LoadOp(src, [])
-        return [load, loop.StoreOp(load.results[0], dst, [])]
-    innermost = fors[-1].body.block
-    ivs = [f.body.block.args[0] for f in fors]
-    load = loop.LoadOp(src, ivs)
-    innermost.insert_op_before(load, innermost.last_op)
-    innermost.insert_op_before(loop.StoreOp(load.results[0], dst, ivs), innermost.last_op)
-    return [fors[0]]
+def _copy_nest(src: SSAValue, dst: SSAValue, shape: list[int], stage: str) -> list[Operation]:
+    hints = [f"i{d}" for d in range(len(shape))]
+
+    def copy(block: Block, ivs: list[SSAValue]):
+        load = loop.LoadOp(src, ivs)
+        block.add_ops([load, loop.StoreOp(load.results[0], dst, ivs)])
+
+    return perfect_nest(shape, [f"{stage}.{h}" for h in hints], hints, copy)
 
 
 def _global_name(value, module: ModuleOp) -> str:
@@ -300,9 +306,9 @@ def _lower_main(main: func.FuncOp, module: ModuleOp) -> None:
                 result.replace_all_uses_with(buf)
             Rewriter.erase_op(op)
     copies: list[Operation] = []
-    for value, out in zip(ret.operands, out_args):
+    for i, (value, out) in enumerate(zip(ret.operands, out_args)):
         if value is not out:
-            copies.extend(_copy_nest(value, out, list(out.type.get_shape())))
+            copies.extend(_copy_nest(value, out, list(out.type.get_shape()), f"copy{i}"))
     for c in copies:
         block.insert_op_before(c, ret)
     Rewriter.replace_op(ret, func.ReturnOp())

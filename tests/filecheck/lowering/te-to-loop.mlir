@@ -29,17 +29,20 @@ func.func private @external(tensor<2xf32>) -> tensor<2xf32>
 
 // CHECK:      func.func @add_relu(%a: memref<2x3xf32>, %b: memref<3xf32>, %out: memref<2x3xf32>) attributes {xweave.kernel} {
 // CHECK-NEXT:   %add = loop.alloc : memref<2x3xf32>
-// CHECK-NEXT:   loop.for %i = 0 to 2 {
-// CHECK-NEXT:     loop.for %j = 0 to 3 {
+// CHECK-NEXT:   loop.for "add.i" %i = 0 to 2 {
+// CHECK-NEXT:     loop.for "add.j" %j = 0 to 3 {
 // CHECK-NEXT:       %{{.*}} = loop.load %a[%i, %j] : memref<2x3xf32>
 // CHECK-NEXT:       %{{.*}} = loop.load %b[%j] : memref<3xf32>
 // CHECK-NEXT:       %[[SUM:.*]] = arith.addf
 // CHECK-NEXT:       loop.store %[[SUM]], %add[%i, %j] : memref<2x3xf32>
-// CHECK:        loop.for %[[I:.*]] = 0 to 2 {
-// CHECK-NEXT:     loop.for %[[J:.*]] = 0 to 3 {
+// The reduction: an init nest, then a perfect update nest over spatial and reduce axes.
+// CHECK:        loop.for "rmax_init.i" %[[I0:.*]] = 0 to 2 {
+// CHECK-NEXT:     loop.for "rmax_init.j" %[[J0:.*]] = 0 to 3 {
 // CHECK-NEXT:       %[[INIT:.*]] = arith.constant 0xff800000 : f32
-// CHECK-NEXT:       loop.store %[[INIT]], %out[%[[I]], %[[J]]] : memref<2x3xf32>
-// CHECK-NEXT:       loop.for %k = 0 to 4 {
+// CHECK-NEXT:       loop.store %[[INIT]], %out[%[[I0]], %[[J0]]] : memref<2x3xf32>
+// CHECK:        loop.for "rmax.i" %[[I:.*]] = 0 to 2 {
+// CHECK-NEXT:     loop.for "rmax.j" %[[J:.*]] = 0 to 3 {
+// CHECK-NEXT:       loop.for "rmax.k" %k = 0 to 4 {
 // CHECK-NEXT:         %[[V:.*]] = loop.load %add[%[[I]], %k floordiv 2] : memref<2x3xf32>
 // CHECK-NEXT:         %[[ACC:.*]] = loop.load %out[%[[I]], %[[J]]] : memref<2x3xf32>
 // CHECK-NEXT:         %[[M:.*]] = arith.maximumf %[[ACC]], %[[V]] : f32

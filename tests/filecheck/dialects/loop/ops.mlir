@@ -160,3 +160,19 @@ func.func @globals() {
 // CHECK-GENERIC-NEXT: "loop.global"() <{sym_name = "b", type = memref<2xi8>, initial_value = dense<[1, -2]> : tensor<2xi8>}> : () -> ()
 // CHECK-GENERIC:      %w = "loop.get_global"() <{name = @w}> : () -> memref<2x2xf32>
 // CHECK-GENERIC-NEXT: %b = "loop.get_global"() <{name = @b}> : () -> memref<2xi8>
+
+// -----
+
+// Named loops: the handle schedules address a loop by.
+func.func @named(%A: memref<8xf32>) {
+  loop.for "stage.i" %i = 0 to 8 step 2 parallel {
+    %v = loop.load %A[%i] : memref<8xf32>
+    loop.store %v, %A[%i] : memref<8xf32>
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func @named
+// CHECK:         loop.for "stage.i" %{{.*}} = 0 to 8 step 2 parallel {
+// CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "named"
+// CHECK-GENERIC:         "loop.for"() <{lb = 0 : i64, ub = 8 : i64, step = 2 : i64, kind = #loop.kind<parallel>, name = "stage.i"}>
