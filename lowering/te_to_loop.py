@@ -17,18 +17,18 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     DenseResourceAttr,
     FloatAttr,
-    IntegerAttr,
     MemRefType,
     ModuleOp,
     TensorType,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 
 from xweave.dialects import loop, te
+from xweave.passes.loop_utils import affine_of
 
 REDUCER_IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}
 REDUCER_COMBINE = {
@@ -42,47 +42,6 @@ REDUCER_COMBINE = {
 def memref_of(t: TensorType) -> MemRefType:
     """The buffer type holding a tensor."""
     return MemRefType(t.get_element_type(), t.get_shape())
-
-
-# --- affine index folding ----------------------------------------------------------
-
-
-def affine_of(value: SSAValue, dims: dict[SSAValue, int]) -> AffineExpr | None:
-    """`value` as an affine expression of the loop variables in `dims`, if it is one."""
-    if value in dims:
-        return AffineExpr.dimension(dims[value])
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return AffineExpr.constant(op.value.value.data)
-    if isinstance(op, (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.FloorDivSIOp,
-                       arith.DivSIOp, arith.RemSIOp)):
-        lhs, rhs = affine_of(op.lhs, dims), affine_of(op.rhs, dims)
-        if lhs is None or rhs is None:
-            return None
-        if isinstance(op, arith.AddiOp):
-            return lhs + rhs
-        if isinstance(op, arith.SubiOp):
-            return lhs - rhs
-        const = _constant_value(op.rhs)
-        if isinstance(op, arith.MuliOp):
-            lconst = _constant_value(op.lhs)
-            if const is not None:
-                return lhs * const
-            if lconst is not None:
-                return rhs * lconst
-            return None
-        # Division and remainder of non-negative indices by a positive constant.
-        if const is None or const <= 0:
-            return None
-        return lhs // const if not isinstance(op, arith.RemSIOp) else lhs % const
-    return None
-
-
-def _constant_value(value: SSAValue) -> int | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
 
 
 # --- te.compute -> loop nest -------------------------------------------------------

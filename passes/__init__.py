@@ -27,8 +27,74 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertTeToLoopPass
 
+    def loop_cache_write():
+        from xweave.passes.loop_cache_write import LoopCacheWritePass
+
+        return LoopCacheWritePass
+
+    def loop_compute_at():
+        from xweave.passes.loop_compute_at import LoopComputeAtPass
+
+        return LoopComputeAtPass
+
+    def loop_fuse():
+        from xweave.passes.loop_fuse import LoopFusePass
+
+        return LoopFusePass
+
+    def loop_inline():
+        from xweave.passes.loop_inline import LoopInlinePass
+
+        return LoopInlinePass
+
+    def loop_pack():
+        from xweave.passes.loop_pack import LoopPackPass
+
+        return LoopPackPass
+
+    def loop_parallel():
+        from xweave.passes.loop_parallel import LoopParallelPass
+
+        return LoopParallelPass
+
+    def loop_reorder():
+        from xweave.passes.loop_reorder import LoopReorderPass
+
+        return LoopReorderPass
+
+    def loop_simplify():
+        from xweave.passes.loop_simplify import LoopSimplifyPass
+
+        return LoopSimplifyPass
+
+    def loop_split():
+        from xweave.passes.loop_split import LoopSplitPass
+
+        return LoopSplitPass
+
+    def loop_unroll():
+        from xweave.passes.loop_unroll import LoopUnrollPass
+
+        return LoopUnrollPass
+
+    def loop_vectorize():
+        from xweave.passes.loop_vectorize import LoopVectorizePass
+
+        return LoopVectorizePass
+
     return {
         "convert-graph-to-te": convert_graph_to_te,
         "convert-loop-to-llvm": convert_loop_to_llvm,
         "convert-te-to-loop": convert_te_to_loop,
+        "loop-cache-write": loop_cache_write,
+        "loop-compute-at": loop_compute_at,
+        "loop-fuse": loop_fuse,
+        "loop-inline": loop_inline,
+        "loop-pack": loop_pack,
+        "loop-parallel": loop_parallel,
+        "loop-reorder": loop_reorder,
+        "loop-simplify": loop_simplify,
+        "loop-split": loop_split,
+        "loop-unroll": loop_unroll,
+        "loop-vectorize": loop_vectorize,
     }

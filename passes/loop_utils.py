@@ -1,0 +1,197 @@
+"""Shared machinery of the loop rewrite passes (schedules).
+
+The convention every pass follows: a rewrite that changes what an induction variable
+stands for (split, fuse, unroll, ...) materializes the new index value with `arith`
+ops and replaces the old variable's uses; `fold_access_maps` then folds that index
+arithmetic back into the affine maps of `loop.load`/`loop.store`, so accesses stay
+plain affine functions of loop variables (what schedules and cost features analyse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.utils.exceptions import PassFailedException
+
+from xweave.dialects import loop
+
+
+def kernels(module: ModuleOp, kernel: str | None = None) -> list[func.FuncOp]:
+    """The kernel functions of `module` (those marked `xweave.kernel`), or just `kernel`."""
+    found = [f for f in module.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes
+             and (kernel is None or f.sym_name.data == kernel)]
+    if kernel is not None and not found:
+        raise PassFailedException(f"no kernel named '{kernel}'")
+    return found
+
+
+def loops_named(root: Operation, name: str) -> list[loop.ForOp]:
+    """Every `loop.for` under `root` whose name is `name`."""
+    return [op for op in root.walk() if isinstance(op, loop.ForOp) and op.name_str == name]
+
+
+def find_loops(module: ModuleOp, name: str, kernel: str | None = None) -> list[loop.ForOp]:
+    """The loops named `name` in every kernel (or in `kernel`); an error if there is none."""
+    found = [f for k in kernels(module, kernel) for f in loops_named(k, name)]
+    if not found:
+        where = f"kernel '{kernel}'" if kernel else "any kernel"
+        raise PassFailedException(f"no loop named '{name}' in {where}")
+    return found
+
+
+def enclosing_loops(op: Operation) -> list[loop.ForOp]:
+    """The loops around `op`, outermost first."""
+    loops = []
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, loop.ForOp):
+            loops.append(parent)
+        parent = parent.parent_op()
+    return loops[::-1]
+
+
+def perfect_nest(outer: loop.ForOp) -> list[loop.ForOp]:
+    """`outer` and the loops perfectly nested in it (each the only op of its parent)."""
+    nest = [outer]
+    while True:
+        ops = [op for op in nest[-1].body.block.ops if not isinstance(op, loop.YieldOp)]
+        if len(ops) != 1 or not isinstance(ops[0], loop.ForOp):
+            return nest
+        nest.append(ops[0])
+
+
+def body_ops(for_op: loop.ForOp) -> list[Operation]:
+    """The ops of a loop body, without the terminator."""
+    return [op for op in for_op.body.block.ops if not isinstance(op, loop.YieldOp)]
+
+
+# --- affine index arithmetic ---------------------------------------------------------
+
+
+def constant_index(value: SSAValue) -> int | None:
+    """The value of an integer `arith.constant`, else None."""
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def affine_of(value: SSAValue, dims: dict[SSAValue, int]) -> AffineExpr | None:
+    """`value` as an affine expression of the variables in `dims`, if it is one."""
+    if value in dims:
+        return AffineExpr.dimension(dims[value])
+    const = constant_index(value)
+    if const is not None:
+        return AffineExpr.constant(const)
+    op = value.owner
+    if not isinstance(op, (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.FloorDivSIOp,
+                           arith.DivSIOp, arith.RemSIOp)):
+        return None
+    lhs, rhs = affine_of(op.lhs, dims), affine_of(op.rhs, dims)
+    if lhs is None or rhs is None:
+        return None
+    if isinstance(op, arith.AddiOp):
+        return lhs + rhs
+    if isinstance(op, arith.SubiOp):
+        return lhs - rhs
+    rconst = constant_index(op.rhs)
+    if isinstance(op, arith.MuliOp):
+        lconst = constant_index(op.lhs)
+        if rconst is not None:
+            return lhs * rconst
+        return rhs * lconst if lconst is not None else None
+    # Division and remainder of non-negative indices by a positive constant.
+    if rconst is None or rconst <= 0:
+        return None
+    return lhs % rconst if isinstance(op, arith.RemSIOp) else lhs // rconst
+
+
+def materialize(expr: AffineExpr, operands: list[SSAValue]) -> tuple[list[Operation], SSAValue]:
+    """`arith` ops computing `expr` (whose dims index `operands`), and the result value."""
+    ops: list[Operation] = []
+
+    def emit(e: AffineExpr) -> SSAValue:
+        if isinstance(e, AffineDimExpr):
+            return operands[e.position]
+        if isinstance(e, AffineConstantExpr):
+            c = arith.ConstantOp(IntegerAttr(e.value, IndexType()))
+            ops.append(c)
+            return c.result
+        assert isinstance(e, AffineBinaryOpExpr), f"unsupported affine expression {e}"
+        lhs, rhs = emit(e.lhs), emit(e.rhs)
+        op_class = {
+            AffineBinaryOpKind.Add: arith.AddiOp,
+            AffineBinaryOpKind.Mul: arith.MuliOp,
+            AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
+            AffineBinaryOpKind.Mod: arith.RemSIOp,
+            AffineBinaryOpKind.CeilDiv: arith.CeilDivSIOp,
+        }[e.kind]
+        op = op_class(lhs, rhs)
+        ops.append(op)
+        return op.result
+
+    return ops, emit(expr)
+
+
+def fold_access_map(op: loop.LoadOp | loop.StoreOp) -> bool:
+    """Rewrite `op`'s map over the enclosing loop variables when its index operands are
+    affine in them. Returns True if the op changed."""
+    ivs = [f.induction_var for f in enclosing_loops(op)]
+    dims = {v: i for i, v in enumerate(ivs)}
+    operands = list(op.indices)
+    exprs = [affine_of(v, dims) for v in operands]
+    if any(e is None for e in exprs):
+        return False
+    amap = op.map.data
+    composed = amap.replace_dims_and_symbols(exprs, [], len(ivs), 0)
+    used = sorted({d for r in composed.results for d in r.used_dims()})
+    new_map = _renumber(composed, used)
+    new_operands = [ivs[d] for d in used]
+    if new_operands == operands and new_map == amap:
+        return False
+    op.operands = ([op.operands[0], op.operands[1]] if isinstance(op, loop.StoreOp)
+                   else [op.operands[0]]) + new_operands
+    op.properties["map"] = AffineMapAttr(new_map)
+    return True
+
+
+def _renumber(amap: AffineMap, used: list[int]) -> AffineMap:
+    """`amap` with only the dims in `used`, renumbered 0..len(used)-1 in that order."""
+    remap = {d: AffineExpr.dimension(i) for i, d in enumerate(used)}
+    replacements = [remap.get(d, AffineExpr.constant(0)) for d in range(amap.num_dims)]
+    return amap.replace_dims_and_symbols(replacements, [], len(used), 0)
+
+
+def fold_access_maps(root: Operation) -> None:
+    """Fold index arithmetic into every access map under `root`, then drop dead ops."""
+    for op in list(root.walk()):
+        if isinstance(op, (loop.LoadOp, loop.StoreOp)):
+            fold_access_map(op)
+    for region in root.regions:
+        region_dce(region)
+
+
+def replace_induction_var(old: SSAValue, expr: AffineExpr, operands: list[SSAValue],
+                          block: Block) -> None:
+    """Make every use of `old` use `expr(operands)` instead, computed at the top of
+    `block` (which must dominate all uses)."""
+    ops, value = materialize(expr, operands)
+    if ops:
+        first = block.first_op
+        if first is None:
+            block.add_ops(ops)
+        else:
+            block.insert_ops_before(ops, first)
+    old.replace_all_uses_with(value)
+
+
+def walk_loops(root: Operation) -> Iterator[loop.ForOp]:
+    """Every loop under `root`, outer before inner."""
+    for op in root.walk():
+        if isinstance(op, loop.ForOp):
+            yield op
