@@ -6,6 +6,8 @@ The public Python API:
 * `build(module_or_path, target="llvm")` -> a compiled module; `module.run(**inputs)`
   returns the outputs as a list of numpy arrays
 * `load_module(path)` -> a module exported with `module.export(path)`
+* `build_kernel(name, inputs, outputs, schedule)` -> a custom operator written with
+  `xweave.te`, compiled into a function called on numpy arrays
 """
 
 from xweave.errors import InputError, ModelError, UnsupportedOpsError, XweaveError
@@ -16,6 +18,7 @@ __all__ = [
     "UnsupportedOpsError",
     "XweaveError",
     "build",
+    "build_kernel",
     "load_module",
     "load_onnx",
 ]
@@ -33,6 +36,13 @@ def build(module_or_path, target="llvm", **options):
     from xweave.driver import build as _build
 
     return _build(module_or_path, target=target, **options)
+
+
+def build_kernel(name, inputs, outputs, schedule=""):
+    """Compile a tensor-expression computation (see `xweave.te`) into a callable."""
+    from xweave.kernel import build_kernel as _build_kernel
+
+    return _build_kernel(name, inputs, outputs, schedule)
 
 
 def load_module(path):

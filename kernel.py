@@ -1,0 +1,103 @@
+"""Custom operators: tensor expressions built into a function called on numpy arrays.
+
+```python
+import numpy as np
+from xweave import te, build_kernel
+
+A = te.placeholder((64, 32), "float32", name="A")
+B = te.placeholder((32, 48), "float32", name="B")
+k = te.reduce_axis(32, name="k")
+C = te.compute((64, 48), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul")
+matmul = build_kernel("matmul", [A, B], [C],
+                      schedule="loop-split{loop=matmul.j factor=8},loop-vectorize{loop=matmul.j.inner}")
+c = matmul(np.ones((64, 32), np.float32), np.ones((32, 48), np.float32))
+```
+
+The schedule is a pipeline of loop rewrites (the same text `xweave-opt -p` takes);
+`kernel=` options are filled in for you.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+
+from xweave import te
+from xweave.context import make_context
+from xweave.errors import InputError
+
+
+def lower_kernel_to_loop(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor]) -> ModuleOp:
+    """A module holding one destination-passing loop kernel for the given tensors."""
+    from xweave.lowering.te_to_loop import ConvertTeToLoopPass
+
+    module = ModuleOp([te.create_kernel(name, inputs, outputs)])
+    ConvertTeToLoopPass().apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def apply_schedule(module: ModuleOp, schedule: str) -> None:
+    """Apply a pipeline of loop rewrites (xweave-opt's `-p` syntax) to `module`."""
+    from xweave.passes import get_all_passes
+
+    if schedule.strip():
+        PassPipeline.parse_spec(get_all_passes(), schedule).apply(make_context(), module)
+        module.verify()
+
+
+class Kernel:
+    """A compiled custom operator: `kernel(*inputs)` returns its outputs as numpy arrays."""
+
+    def __init__(self, name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
+                 loop_ir: str, compiled):
+        from xweave.runtime.jit import load_object
+
+        self.name = name
+        self.input_specs = [(t.shape, np.dtype(t.dtype)) for t in inputs]
+        self.output_specs = [(t.shape, np.dtype(t.dtype)) for t in outputs]
+        self.loop_ir = loop_ir
+        self._compiled = compiled
+        self._engine = load_object(compiled.object_bytes, {})
+        self._fn = self._engine.get_function(
+            name, [ctypes.c_void_p] * (len(inputs) + len(outputs)))
+
+    @property
+    def llvm_ir(self) -> str:
+        return self._compiled.llvm_ir
+
+    @property
+    def assembly(self) -> str:
+        return self._compiled.assembly
+
+    def __call__(self, *arrays: np.ndarray, out: list[np.ndarray] | None = None):
+        if len(arrays) != len(self.input_specs):
+            raise InputError(f"{self.name}: expected {len(self.input_specs)} inputs, got {len(arrays)}")
+        args = []
+        for i, (array, (shape, dtype)) in enumerate(zip(arrays, self.input_specs)):
+            if array.shape != tuple(shape) or array.dtype != dtype:
+                raise InputError(f"{self.name}: input {i}: expected {list(shape)} {dtype}, "
+                                 f"got {list(array.shape)} {array.dtype}")
+            args.append(np.ascontiguousarray(array))
+        outputs = out if out is not None else [np.empty(s, d) for s, d in self.output_specs]
+        self._fn(*[a.ctypes.data for a in args], *[o.ctypes.data for o in outputs])
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+def build_kernel(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
+                 schedule: str = "") -> Kernel:
+    """Compile the computation of `outputs` from `inputs` into a callable `Kernel`."""
+    from xweave.lowering.loop_to_llvm import lower_module
+    from xweave.runtime.jit import compile_llvm
+
+    module = lower_kernel_to_loop(name, inputs, outputs)
+    apply_schedule(module, schedule)
+    loop_ir = str(module)
+    kernel_func = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    assert kernel_func.sym_name.data == name
+    lower_module(module)
+    return Kernel(name, inputs, outputs, loop_ir, compile_llvm(module))

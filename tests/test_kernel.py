@@ -1,0 +1,72 @@
+"""Custom operators written with xweave.te and compiled with xweave.build_kernel."""
+
+import numpy as np
+import pytest
+
+import xweave
+from xweave import te
+
+RNG = np.random.default_rng(3)
+
+
+def test_matmul_bias_relu():
+    m, k_extent, n = 13, 9, 11
+    A = te.placeholder((m, k_extent), "float32", name="A")
+    B = te.placeholder((k_extent, n), "float32", name="B")
+    bias = te.placeholder((n,), "float32", name="bias")
+    k = te.reduce_axis(k_extent, name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul")
+    D = te.compute((m, n), lambda i, j: te.max(C[i, j] + bias[j], 0.0), name="relu")
+    f = xweave.build_kernel("matmul_relu", [A, B, bias], [D])
+    a, b, c = (RNG.standard_normal(s).astype(np.float32) for s in ((m, k_extent), (k_extent, n), (n,)))
+    np.testing.assert_allclose(f(a, b, c), np.maximum(a @ b + c, 0), rtol=1e-5, atol=1e-6)
+    assert "loop.for" in f.loop_ir
+
+
+def test_softmax_last_axis():
+    rows, cols = 5, 17
+    X = te.placeholder((rows, cols), "float32", name="X")
+    r1 = te.reduce_axis(cols, name="r1")
+    r2 = te.reduce_axis(cols, name="r2")
+    mx = te.compute((rows,), lambda i: te.reduce_max(X[i, r1], axis=r1), name="max")
+    ex = te.compute((rows, cols), lambda i, j: te.exp(X[i, j] - mx[i]), name="exp")
+    total = te.compute((rows,), lambda i: te.sum(ex[i, r2], axis=r2), name="sum")
+    sm = te.compute((rows, cols), lambda i, j: ex[i, j] / total[i], name="softmax")
+    f = xweave.build_kernel("softmax", [X], [sm])
+    x = RNG.standard_normal((rows, cols)).astype(np.float32) * 4
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(f(x), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_depthwise_conv_with_padding():
+    c, h, w, kk, pad = 4, 7, 6, 3, 1
+    X = te.placeholder((c, h, w), "float32", name="X")
+    W = te.placeholder((c, kk, kk), "float32", name="W")
+    ry = te.reduce_axis(kk, name="ry")
+    rx = te.reduce_axis(kk, name="rx")
+
+    def read(ch, y, x):
+        inside = te.all(y >= 0, y < h, x >= 0, x < w)
+        return te.if_then_else(inside, X[ch, y, x], 0.0)
+
+    out = te.compute((c, h, w), lambda ch, y, x: te.sum(
+        read(ch, y + ry - pad, x + rx - pad) * W[ch, ry, rx], axis=[ry, rx]), name="dwconv")
+    f = xweave.build_kernel("dwconv", [X, W], [out])
+    x = RNG.standard_normal((c, h, w)).astype(np.float32)
+    wt = RNG.standard_normal((c, kk, kk)).astype(np.float32)
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
+    expected = np.zeros_like(x)
+    for dy in range(kk):
+        for dx in range(kk):
+            expected += xp[:, dy:dy + h, dx:dx + w] * wt[:, dy, dx][:, None, None]
+    np.testing.assert_allclose(f(x, wt), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_kernel_rejects_wrong_inputs():
+    X = te.placeholder((3,), "float32", name="X")
+    Y = te.compute((3,), lambda i: X[i] * 2.0, name="double")
+    f = xweave.build_kernel("double", [X], [Y])
+    with pytest.raises(xweave.InputError, match=r"input 0: expected \[3\] float32"):
+        f(np.zeros((4,), np.float32))
+    with pytest.raises(xweave.InputError, match="expected 1 inputs"):
+        f()
