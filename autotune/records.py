@@ -1,0 +1,237 @@
+"""Tuning records: one JSON object per line, appended and fsync'd per measurement.
+
+A record (`RECORD_VERSION` 1):
+
+```json
+{"workload": "matmul_ir(K=64, M=64, N=64)",
+ "task": {"template": "matmul_ir", "args": {"M": 64, "N": 64, "K": 64}},
+ "target": {"cpu": "znver3", "features_hash": "3f1c0a9e5b7d2c44"},
+ "schedule": "loop-split{loop=matmul.i factor=16},...",
+ "point": [3, 5, 1, 402, 0, 1],
+ "config": {"tile_i": [4, 16], ...},
+ "result": {"costs": [1.31e-05, ...], "gflops": 40.1, "error_no": 0, "error_msg": "",
+            "build_s": 0.061, "run_s": 0.12, "number": 1531},
+ "tuner": "lgbm", "trial": 17, "timestamp": 1763821234.5, "version": "xweave 0.1.0"}
+```
+
+`RecordWriter` appends one line per measurement, flushes and fsyncs it, so a killed
+tuning run (even `kill -9`) loses no completed record; if the file ends in a partial
+line (the process died mid-write), the next writer starts a new line first so the
+damage stays confined to that one line. `load_records` skips unparsable or incomplete
+lines with a `RecordWarning` naming the line number.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+RECORD_VERSION = 1
+
+
+class RecordWarning(UserWarning):
+    """A line of a records file was skipped."""
+
+
+@functools.cache
+def xweave_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"xweave {version('xweave')}"
+    except Exception:
+        return "xweave unknown"
+
+
+@functools.cache
+def target_info() -> dict[str, str]:
+    """The host CPU (LLVM's name) and a hash of its feature string."""
+    try:
+        from xweave.runtime.jit import _host_cpu
+
+        cpu, features = _host_cpu()
+    except Exception:
+        import platform
+
+        cpu, features = platform.processor() or platform.machine(), ""
+    return {"cpu": cpu, "features_hash": hashlib.sha256(features.encode()).hexdigest()[:16]}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return str(value)
+
+
+def _finite(x: float) -> float:
+    x = float(x)
+    return x if x == x and abs(x) != float("inf") else 0.0
+
+
+def make_record(task: Any, point: Sequence[int], result: Any, tuner: str = "",
+                trial: int = 0) -> dict:
+    """The record of one measurement (`result`: a `measure.MeasureResult`)."""
+    try:
+        schedule = task.schedule(tuple(point))
+    except Exception as e:  # the record is still useful without it
+        schedule = f"<schedule failed: {e}>"
+    try:
+        config = _jsonable(task.space.config(tuple(point)))
+    except Exception:
+        config = {}
+    spec = task.spec() if hasattr(task, "spec") else None
+    return {
+        "workload": task.workload_key,
+        "task": _jsonable(spec),
+        "target": target_info(),
+        "schedule": schedule,
+        "point": [int(p) for p in point],
+        "config": config,
+        "result": {
+            "costs": [_finite(c) for c in result.costs],
+            "gflops": _finite(result.gflops),
+            "error_no": int(result.error_no),
+            "error_msg": str(result.error_msg)[:4000],
+            "build_s": round(float(result.build_time), 6),
+            "run_s": round(float(result.run_time), 6),
+            "number": int(getattr(result, "number", 0)),
+        },
+        "tuner": tuner,
+        "trial": int(trial),
+        "timestamp": float(getattr(result, "timestamp", 0.0) or time.time()),
+        "version": xweave_version(),
+        "record_version": RECORD_VERSION,
+    }
+
+
+class RecordWriter:
+    """Appends records to a file, one line each, durable before `write` returns."""
+
+    def __init__(self, path: str | os.PathLike, fsync: bool = True):
+        self.path = Path(path)
+        self.fsync = fsync
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a+b")
+        self._file.seek(0, os.SEEK_END)
+        if self._file.tell() > 0:
+            self._file.seek(-1, os.SEEK_END)
+            if self._file.read(1) != b"\n":  # a line cut short by a crash
+                self._file.write(b"\n")
+                self._sync()
+
+    def write(self, record: dict) -> None:
+        line = json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+        self._file.write(line.encode())
+        self._sync()
+
+    def _sync(self) -> None:
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _valid(record: Any) -> bool:
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("workload"), str)
+        and isinstance(record.get("point"), list)
+        and all(isinstance(p, int) for p in record["point"])
+        and isinstance(record.get("result"), dict)
+        and isinstance(record["result"].get("error_no"), int)
+        and isinstance(record["result"].get("gflops"), (int, float))
+    )
+
+
+def load_records(path: str | os.PathLike) -> list[dict]:
+    """Every valid record of a file (a missing file has none); bad lines are skipped
+    with a `RecordWarning` naming their line number."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            text = raw.decode("utf-8", errors="replace").strip()
+            if not text:
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as e:
+                warnings.warn(f"{path}:{number}: skipping a corrupt or truncated record "
+                              f"({e.msg})", RecordWarning, stacklevel=2)
+                continue
+            if not _valid(record):
+                warnings.warn(f"{path}:{number}: skipping a line that is not a tuning record",
+                              RecordWarning, stacklevel=2)
+                continue
+            record["_line"] = number
+            records.append(record)
+    return records
+
+
+def load_many(sources: str | os.PathLike | Iterable[Any]) -> list[dict]:
+    """Records from a path, a list of paths, or records already loaded."""
+    if isinstance(sources, (str, os.PathLike)):
+        return load_records(sources)
+    out: list[dict] = []
+    for s in sources:
+        if isinstance(s, dict):
+            out.append(s)
+        else:
+            out.extend(load_records(s))
+    return out
+
+
+def is_ok(record: dict) -> bool:
+    return record["result"]["error_no"] == 0 and record["result"]["gflops"] > 0
+
+
+def best_per_workload(records: Iterable[dict]) -> dict[str, dict]:
+    """The fastest successful record of each workload (by GFLOP/s)."""
+    best: dict[str, dict] = {}
+    for r in records:
+        if not is_ok(r):
+            continue
+        key = r["workload"]
+        if key not in best or r["result"]["gflops"] > best[key]["result"]["gflops"]:
+            best[key] = r
+    return best
+
+
+def pick_best(in_path: str | os.PathLike, out_path: str | os.PathLike) -> dict[str, dict]:
+    """Write the best record of each workload of `in_path` to `out_path` (AutoTVM's
+    `record.pick_best`)."""
+    best = best_per_workload(load_records(in_path))
+    with RecordWriter(out_path) as w:
+        for r in best.values():
+            w.write({k: v for k, v in r.items() if not k.startswith("_")})
+    return best
+
+
+def same_target(record: dict, target: dict | None = None) -> bool:
+    """Whether a record was measured on this CPU (same name and feature hash)."""
+    target = target or target_info()
+    return record.get("target") == target
