@@ -199,7 +199,8 @@ class ForOp(IRDLOperation):
     """`loop.for "name" %i = lb to ub step s kind { ... }`: a loop with constant bounds.
 
     The optional name (`<stage>.<axis>`, e.g. `conv2d.rc`) is how schedules address a
-    loop: `loop-split{loop=conv2d.rc factor=4}` makes `conv2d.rc.outer` and
+    loop: `loop-split{loop="conv2d.rc" factor=4}` (quoted: pipeline values with dots
+    must be) makes `conv2d.rc.outer` and
     `conv2d.rc.inner`, as TVM names split axes.
     """
 

@@ -1,0 +1,79 @@
+"""loop-unroll: fully unroll a loop of constant extent.
+
+`loop-unroll{loop="conv2d.rx"}` replaces the loop by one copy of its body per
+iteration, in order, with the induction variable replaced by the iteration's constant;
+the constants are then folded into the access maps, so every access of the copies has
+constant offsets (what LLVM's SROA needs to promote a small local buffer to
+registers). Loops nested in the body are copied with their names; constants still
+used inside them move into them, so nests stay perfect. Extents above
+`max-extent` (default 64) are refused. Guards that became constant are left to
+`loop-simplify`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from xweave.dialects import loop
+from xweave.passes.loop_simplify import enclosing_function, sink_constants
+from xweave.passes.loop_utils import body_ops, find_loops, fold_access_maps
+
+
+def unroll_loop(for_op: loop.ForOp) -> list[Operation]:
+    """Replace `for_op` by copies of its body; returns the ops inserted in its place.
+    Access maps are left to the caller to fold (`fold_access_maps`)."""
+    parent = for_op.parent_block()
+    assert parent is not None
+    body = body_ops(for_op)
+    inserted: list[Operation] = []
+    for value in for_op.range:
+        const = arith.ConstantOp(IntegerAttr(value, IndexType()))
+        mapping: dict[SSAValue, SSAValue] = {for_op.induction_var: const.result}
+        copies = [const, *(op.clone(value_mapper=mapping) for op in body)]
+        parent.insert_ops_before(copies, for_op)
+        inserted.extend(copies)
+    for_op.detach()
+    for_op.erase()
+    return inserted
+
+
+@dataclass(frozen=True)
+class LoopUnrollPass(ModulePass):
+    """Fully unroll loop `loop` (constant extent at most `max_extent`)."""
+
+    name = "loop-unroll"
+
+    loop: str
+    """The name of the loop to unroll."""
+    max_extent: int = 64
+    """Refuse to unroll loops with more iterations than this."""
+    kernel: str | None = None
+    """Only unroll in this kernel (default: every kernel having the loop)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            found = find_loops(op, self.loop, self.kernel)
+        except PassFailedException as e:
+            raise PassFailedException(f"loop-unroll: {e}") from None
+        for for_op in found:
+            if for_op.extent > self.max_extent:
+                raise PassFailedException(
+                    f"loop-unroll: loop '{self.loop}' has {for_op.extent} iterations, more "
+                    f"than max-extent={self.max_extent}; split it first, or raise max-extent"
+                )
+        functions: list[Operation] = []
+        for for_op in reversed(found):  # inner copies first, should names nest
+            function = enclosing_function(for_op)
+            if function not in functions:
+                functions.append(function)
+            unroll_loop(for_op)
+        for function in functions:
+            fold_access_maps(function)
+            sink_constants(function)
