@@ -1,0 +1,179 @@
+"""loop-cache-write: compute a stage tile by tile in a local buffer, then copy each tile
+to the stage's buffer (TVM's `cache_write` followed by `compute_at` of the cache).
+
+```
+loop-cache-write{stage=conv2d at="conv2d.y.outer"}
+```
+
+`at` is a loop of the stage's own (update) nest. For each iteration of `at`:
+
+* a local buffer `%<stage>_local` (`#loop.scope<local>`) holds the box of the stage's
+  buffer written inside that iteration (bound inference, `loop_regions.infer_region`);
+* the stage's init nest (`<stage>_init.*`) moves to the start of `at`'s body and fills
+  the local buffer (its loops keep their names and run over the box);
+* the update code inside `at` accumulates into the local buffer (accesses re-based by
+  the box offset);
+* a write-back nest `<stage>_write.<axis>` at the end of `at`'s body copies the box to
+  the stage's buffer (guarded by `scf.if` where a box at the end of a non-dividing
+  tile would leave the buffer), for later epilogue fusion, vectorizing or unrolling.
+
+This is how a stage writing a kernel output (the last conv2d of a kernel) gets a
+register-blocked accumulator. Refused (PassFailedException, IR untouched): an unknown
+stage or loop; `at` not a loop of the stage's single update nest; an access of the
+buffer in that nest outside `at`; a loop enclosing `at` inside the stage that does not
+move the written box by at least its size along one dimension (a reduction loop, or
+overlapping tiles); stores that leave holes in the box; an init nest not stored at one
+whole loop per dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Operation
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from xweave.dialects import loop
+from xweave.passes.loop_regions import (
+    Stage,
+    accesses_of,
+    check_dense,
+    check_disjoint,
+    find_stage,
+    guard_nest,
+    infer_region,
+    memory_scope,
+    nest_of,
+    rebase_access,
+    restore_on_failure,
+    retarget_loop,
+    simplify_access,
+    spatial_loops,
+    stage_kernels,
+    stage_of,
+    unique_loop,
+)
+from xweave.passes.loop_utils import fold_access_maps
+
+
+@dataclass(frozen=True)
+class LoopCacheWritePass(ModulePass):
+    """Compute stage `stage` into a local buffer per iteration of its loop `at`, with
+    its init inside `at` and a write-back nest `<stage>_write.*` at the end of `at`.
+
+    Options: `stage`, `at` (a loop of the stage's update nest), `scope` (the memory
+    scope of the cache, default `local`), `kernel` (default: every kernel that has the
+    stage).
+    """
+
+    name = "loop-cache-write"
+
+    stage: str
+    at: str
+    scope: str = "local"
+    kernel: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        targets = stage_kernels(op, self.stage, self.kernel)
+        plans = [self._plan(k) for k in targets]
+        with restore_on_failure(targets):
+            for run in plans:
+                run()
+
+    def _plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+        what = f"cache-write of '{self.stage}' at '{self.at}'"
+        stage = cast(Stage, find_stage(kernel, self.stage))
+        at = unique_loop(kernel, self.at)
+        updates = [r for r in stage.update if r.is_ancestor(at)]
+        if (len(stage.update) != 1 or not updates or at.name_str is None
+                or stage_of(at.name_str) != self.stage):
+            raise PassFailedException(
+                f"{what}: '{self.at}' must be a loop of the stage's (single) update nest")
+        update = updates[0]
+        buffer = stage.buffer
+        buffer_type = cast(MemRefType, buffer.type)
+        shape = list(buffer_type.get_shape())
+        accesses = accesses_of(update, buffer)
+        if any(not at.is_ancestor(a) for a in accesses):
+            raise PassFailedException(
+                f"{what}: the stage accesses its buffer outside '{self.at}'")
+        stores = [a for a in accesses if isinstance(a, loop.StoreOp)]
+        region, boxes = infer_region(accesses, at, shape, what)
+        for access, box in zip(accesses, boxes, strict=True):
+            if box is not None and access in stores:
+                check_dense(box, region, what)
+        inside = [f for f in region.fixed if update.is_ancestor(f)]
+        check_disjoint(region, inside, what)
+        inits = [(root, spatial_loops(stage, root, shape)) for root in stage.init]
+        cache_type = MemRefType(buffer_type.get_element_type(), region.extents,
+                                memory_space=memory_scope(self.scope))
+        axes = _axis_names(stage, inits, boxes, region, len(shape))
+
+        def run() -> None:
+            fixed = region.fixed_ivs
+            cache = loop.AllocOp(cache_type)
+            cache.memref.name_hint = f"{self.stage}_{self.scope.replace('.', '_')}"
+            block = at.body.block
+            moved: list[Operation] = [cache]
+            for root, _ in inits:
+                root.detach()
+                moved.append(root)
+            block.insert_ops_before(moved, cast(Operation, block.first_op))
+            for _, loops in inits:
+                for d, f in enumerate(loops):
+                    retarget_loop(f, region.offsets[d], region.extents[d], fixed)
+            touched = accesses_of(at, buffer)
+            for access in touched:
+                rebase_access(access, cache.memref, region.offsets, fixed)
+            # The write-back: buffer[offset + i] = cache[i] over the box.
+            names = [f"{self.stage}_write.{a}" for a in axes]
+            fors = nest_of(region.extents, names)
+            ivs = [f.induction_var for f in fors]
+            for f, a in zip(fors, axes):
+                f.induction_var.name_hint = a.replace(".", "_")
+            value = loop.LoadOp(cache.memref, ivs)
+            rank = len(shape)
+            shifted = [off.replace_dims_and_symbols(
+                [AffineExpr.dimension(rank + i) for i in range(len(fixed))], [])
+                for off in region.offsets]
+            target = AffineMap(rank + len(fixed), 0, tuple(
+                AffineDimExpr(d) + shifted[d] for d in range(rank)))
+            store = loop.StoreOp(value.result, buffer, [*ivs, *fixed], target)
+            fors[-1].add_ops([value, store])
+            guard_nest(region, shape, fors)
+            at.add_ops([fors[0]])
+            touched += [value, store]
+            fold_access_maps(kernel)
+            for access in touched:
+                simplify_access(access)
+
+        return run
+
+
+def _axis_names(stage: Stage, inits, boxes, region, rank: int) -> list[str]:
+    """Names of the write-back loops: the init nest's axes (`conv2d_init.y` -> `y`), or
+    the base name of the loop indexing each dimension inside `at`, or `i<d>`."""
+    names: list[str | None] = [None] * rank
+    if inits:
+        for d, f in enumerate(inits[0][1]):
+            names[d] = f.name_str.split(".", 1)[1] if f.name_str and "." in f.name_str else None
+    else:
+        box = next(b for b in boxes if b is not None)
+        for d, inner in enumerate(box.inner):
+            dims = [a for a in inner.terms if isinstance(a, AffineDimExpr)]
+            if len(dims) == 1:
+                f = box.inner_loops[dims[0].position - len(region.fixed)]
+                if f.name_str and "." in f.name_str:
+                    names[d] = f.name_str.split(".")[1]
+    result: list[str] = []
+    for d, n in enumerate(names):
+        n = n or f"i{d}"
+        result.append(n if n not in result else f"{n}{d}")
+    return result

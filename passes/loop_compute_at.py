@@ -1,0 +1,158 @@
+"""loop-compute-at: compute a producer stage inside a loop of its consumer (TVM's
+`compute_at`), for just the part of its buffer that each iteration reads.
+
+```
+loop-compute-at{stage=dense at=relu.j.outer scope=local}
+```
+
+Before: `dense` (init nest + update nest) fills all of `%dense`, then `relu` reads it.
+After: at the start of every iteration of `relu.j.outer`, `dense`'s nests compute the
+box of `%dense` read by the code inside that iteration (bound inference, see
+`loop_regions.infer_region`): `dense`'s loops keep their names and run over the box
+(extents = box sizes), their variables standing for `offset + i`. With `scope=local`
+the buffer itself shrinks to the box (`loop.alloc` at the start of the iteration, in
+memory scope `#loop.scope<local>`) and every access is re-based by the box offset:
+the accumulator tile of a register-blocked matmul.
+
+Where the box may stick out of the buffer for some iterations (a consumer tile that
+does not divide the extent), the producer's body is guarded by `scf.if` so that it only
+computes elements inside the buffer.
+
+Refused (PassFailedException, IR untouched): an unknown stage or loop; a stage writing
+a kernel argument (use `loop-cache-write`); `at` inside the stage or before it; a
+reader of the buffer outside `at`; a stage whose stores are not at one whole loop per
+buffer dimension (split/fuse the producer after placing it, not before); non-affine
+reads; reads whose offsets differ by a non-constant (no constant-size box); a buffer
+the stage reads that is written after the stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from xweave.dialects import loop
+from xweave.passes.loop_regions import (
+    Stage,
+    accesses_of,
+    check_inputs_stable,
+    find_stage,
+    guard_nest,
+    infer_region,
+    memory_scope,
+    rebase_access,
+    restore_on_failure,
+    retarget_loop,
+    simplify_access,
+    spatial_loops,
+    stage_anchor,
+    stage_kernels,
+    temporary_alloc,
+    unique_loop,
+)
+from xweave.passes.loop_utils import fold_access_maps
+
+
+@dataclass(frozen=True)
+class LoopComputeAtPass(ModulePass):
+    """Compute stage `stage` inside loop `at` of its consumer, for the region of its
+    buffer each iteration of `at` reads (bound inference).
+
+    Options: `stage` (the producer's name), `at` (the consumer loop's name), `scope`
+    (`keep`: the buffer stays as is; a memory scope such as `local`: shrink the buffer
+    to the region, allocated at the start of `at`'s body in that scope), `kernel`
+    (default: every kernel that has the stage).
+    """
+
+    name = "loop-compute-at"
+
+    stage: str
+    at: str
+    scope: str = "keep"
+    kernel: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        targets = stage_kernels(op, self.stage, self.kernel)
+        plans = [self._plan(k) for k in targets]
+        with restore_on_failure(targets):
+            for run in plans:
+                run()
+
+    def _plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+        what = f"compute-at of '{self.stage}' at '{self.at}'"
+        stage = cast(Stage, find_stage(kernel, self.stage))
+        at = unique_loop(kernel, self.at)
+        stage_anchor(stage, at, what)
+        buffer = stage.buffer
+        alloc = temporary_alloc(buffer)
+        if alloc is None:
+            raise PassFailedException(
+                f"{what}: the stage writes a kernel argument, which must be filled "
+                "whole; use loop-cache-write to compute it through a local buffer")
+        buffer_type = cast(MemRefType, buffer.type)
+        shape = list(buffer_type.get_shape())
+        readers = [a for a in accesses_of(kernel, buffer) if not stage.contains(a)]
+        for use in buffer.uses:
+            user = use.operation
+            if user is not alloc and not isinstance(user, loop.LoadOp | loop.StoreOp):
+                raise PassFailedException(f"{what}: the buffer is used by {user.name}")
+        for reader in readers:
+            if isinstance(reader, loop.StoreOp):
+                raise PassFailedException(f"{what}: the buffer is also written outside "
+                                          "the stage")
+            if not at.is_ancestor(reader):
+                raise PassFailedException(
+                    f"{what}: the buffer is also read outside '{self.at}'; attach the "
+                    "stage at a loop around all its readers")
+        nests = [(root, spatial_loops(stage, root, shape)) for root in stage.roots]
+        check_inputs_stable(kernel, stage)
+        region, _ = infer_region(readers, at, shape, what)
+        new_type = None
+        if self.scope != "keep":
+            new_type = MemRefType(buffer_type.get_element_type(), region.extents,
+                                  memory_space=memory_scope(self.scope))
+
+        def run() -> None:
+            fixed = region.fixed_ivs
+            moved: list[Operation] = []
+            new_alloc = None
+            if new_type is not None:
+                new_alloc = loop.AllocOp(new_type)
+                new_alloc.memref.name_hint = buffer.name_hint or self.stage
+                moved.append(new_alloc)
+            for root in stage.roots:
+                root.detach()
+                moved.append(root)
+            block = at.body.block
+            block.insert_ops_before(moved, cast(Operation, block.first_op))
+            for root, loops in nests:
+                for d, f in enumerate(loops):
+                    retarget_loop(f, region.offsets[d], region.extents[d], fixed)
+                # Out of the buffer, a nest must neither read its inputs nor write the
+                # buffer; a nest writing a shrunk buffer and reading nothing (an init)
+                # stays inside the shrunk buffer anyway.
+                reads = any(isinstance(a, loop.LoadOp) and a.memref != buffer
+                            for a in root.walk())
+                if new_type is None or reads:
+                    guard_nest(region, shape, loops)
+            touched = [a for root in stage.roots for a in root.walk()
+                       if isinstance(a, loop.LoadOp | loop.StoreOp)]
+            if new_alloc is not None:
+                for access in accesses_of(kernel, buffer):
+                    rebase_access(access, new_alloc.memref, region.offsets, fixed)
+                alloc.detach()
+                alloc.erase()
+                touched += accesses_of(at, new_alloc.memref)
+            fold_access_maps(kernel)
+            for access in dict.fromkeys(touched):
+                simplify_access(access)
+
+        return run

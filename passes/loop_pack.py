@@ -1,0 +1,195 @@
+"""loop-pack: change the data layout of a kernel argument into a packed buffer.
+
+```
+loop-pack{buffer=1 split_dim=0 factor=16}              # dense weights [N][K] -> [N/16][K][16]
+loop-pack{buffer="w" split_dim=0 factor=16}            # conv weights OIHW -> [O/16][I][H][W][16]
+loop-pack{buffer="data" split_dim=1 factor=8}          # NCHW -> NCHW[8]c = [N][C/8][H][W][8]
+loop-pack{buffer="w" split_dim=1,0 factor=4,16}        # OIHW -> [O/16][I/4][H][W][4][16]
+```
+
+Option grammar: `buffer` names the kernel argument, by position (`buffer=1`) or by
+SSA name (`buffer="w"`, the `%w` of the printed kernel). The new layout is a list of
+splits: `split_dim=d_1,...,d_k factor=f_1,...,f_k` splits dimension `d_i` (numbered
+in the original layout; distinct) into an outer dimension of size ceil(size/f_i) that
+stays in place and an inner dimension of size `f_i` appended at the end, in the order
+given. Element `[..., x_d, ...]` is stored at `[..., x_d floordiv f, ..., x_d mod f]`.
+
+At the start of the kernel, a packing stage `<name>_pack` (loops
+`<name>_pack.i<d>.outer`, `<name>_pack.i<d>`, `<name>_pack.i<d>.inner`, in packed order,
+so writes are sequential) copies the argument into a new buffer of the packed shape
+(a `loop.alloc` in global memory; the padding of a non-dividing factor is filled with
+zeros, never read). Every load of the argument then reads the packed buffer through
+the composed access map, simplified with the loop ranges (after `loop-split` of the
+reading loop by the same factor, `(j.o * 16 + j.i) floordiv 16` reads `j.o`).
+
+Refused (PassFailedException, IR untouched): an unknown kernel or argument; an
+argument that is written, or read with vector loads (pack before vectorizing); bad
+split dims or factors. Without `kernel`, every kernel having the argument is packed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from xweave.dialects import loop
+from xweave.passes.loop_regions import (
+    element_zero,
+    nest_of,
+    restore_on_failure,
+    set_access,
+    simplify_access,
+)
+from xweave.passes.loop_utils import kernels, materialize
+
+
+def packed_shape(shape: list[int], splits: list[tuple[int, int]]) -> list[int]:
+    """The shape after the `(dim, factor)` splits."""
+    new = list(shape)
+    for d, f in splits:
+        new[d] = -(-shape[d] // f)
+    return new + [f for _, f in splits]
+
+
+def packed_exprs(exprs: list[AffineExpr], splits: list[tuple[int, int]]) -> list[AffineExpr]:
+    """Where the element at index `exprs` lives in the packed buffer."""
+    new = list(exprs)
+    for d, f in splits:
+        new[d] = exprs[d] // f
+    return new + [exprs[d] % f for d, f in splits]
+
+
+@dataclass(frozen=True)
+class LoopPackPass(ModulePass):
+    """Copy kernel argument `buffer` into a packed layout at the kernel start and make
+    every load read the packed copy (see the module docstring for the grammar)."""
+
+    name = "loop-pack"
+
+    buffer: int | str
+    split_dim: tuple[int, ...]
+    factor: tuple[int, ...]
+    kernel: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        targets = [k for k in kernels(op, self.kernel) if self._argument(k) is not None]
+        if not targets:
+            where = f"kernel '{self.kernel}'" if self.kernel else "any kernel"
+            raise PassFailedException(f"loop-pack: no argument {self.buffer!r} in {where}")
+        plans = [self._plan(k) for k in targets]
+        with restore_on_failure(targets):
+            for run in plans:
+                run()
+
+    def _argument(self, kernel: func.FuncOp) -> tuple[int, SSAValue] | None:
+        args = kernel.body.block.args
+        key = self.buffer
+        if isinstance(key, str):
+            key = key.removeprefix("%")
+            if key.isdigit():
+                key = int(key)
+        if isinstance(key, int):
+            return (key, args[key]) if 0 <= key < len(args) else None
+        found = [(i, a) for i, a in enumerate(args) if a.name_hint == key]
+        return found[0] if found else None
+
+    def _plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+        index, arg = cast(tuple[int, SSAValue], self._argument(kernel))
+        what = f"loop-pack of argument {self.buffer!r} of '{kernel.sym_name.data}'"
+        if not isinstance(arg.type, MemRefType):
+            raise PassFailedException(f"{what}: not a buffer")
+        arg_type = cast(MemRefType, arg.type)
+        shape = list(arg_type.get_shape())
+        if len(self.split_dim) != len(self.factor) or not self.split_dim:
+            raise PassFailedException(f"{what}: give one factor per split dimension")
+        if len(set(self.split_dim)) != len(self.split_dim):
+            raise PassFailedException(f"{what}: a dimension is split twice")
+        for d, f in zip(self.split_dim, self.factor):
+            if not 0 <= d < len(shape):
+                raise PassFailedException(f"{what}: no dimension {d} in {arg_type}")
+            if f <= 0:
+                raise PassFailedException(f"{what}: factor {f} is not positive")
+        splits = list(zip(self.split_dim, self.factor))
+        loads: list[loop.LoadOp] = []
+        for use in arg.uses:
+            user = use.operation
+            if not isinstance(user, loop.LoadOp) or use.index != 0:
+                raise PassFailedException(f"{what}: the argument is used by {user.name} "
+                                          "(only read-only buffers can be packed)")
+            if user.vector_type is not None:
+                raise PassFailedException(f"{what}: the argument is read with vector "
+                                          "loads; pack before vectorizing")
+            loads.append(user)
+        new_shape = packed_shape(shape, splits)
+        new_type = MemRefType(arg_type.get_element_type(), new_shape)
+        hint = arg.name_hint or f"arg{index}"
+
+        def run() -> None:
+            packed = loop.AllocOp(new_type)
+            packed.memref.name_hint = f"{hint}_packed"
+            nest = self._packing_nest(arg, packed.memref, shape, splits, f"{hint}_pack")
+            block = kernel.body.block
+            block.insert_ops_before([packed, nest], cast(Operation, block.first_op))
+            for load in loads:
+                amap = load.map.data
+                results = packed_exprs(list(amap.results), splits)
+                set_access(load, packed.memref, list(load.indices),
+                           AffineMap(amap.num_dims, amap.num_symbols, tuple(results)))
+                simplify_access(load)
+
+        return run
+
+    @staticmethod
+    def _packing_nest(src: SSAValue, dst: SSAValue, shape: list[int],
+                      splits: list[tuple[int, int]], stage: str) -> loop.ForOp:
+        """`dst[packed(x)] = src[x]` over the packed shape (zeros in the padding)."""
+        split = dict(splits)
+        axes = [f"i{d}.outer" if d in split else f"i{d}" for d in range(len(shape))]
+        axes += [f"i{d}.inner" for d, _ in splits]
+        new_shape = packed_shape(shape, splits)
+        fors = nest_of(new_shape, [f"{stage}.{a}" for a in axes])
+        for f, a in zip(fors, axes):
+            f.induction_var.name_hint = a.replace(".", "_")
+        ivs = [f.induction_var for f in fors]
+        rank = len(shape)
+        source = [AffineDimExpr(d) for d in range(rank)]
+        for k, (d, f) in enumerate(splits):
+            source[d] = AffineDimExpr(d) * f + AffineDimExpr(rank + k)
+        source_map = AffineMap(len(ivs), 0, tuple(source))
+        ragged = [(source[d], shape[d]) for d, f in splits if shape[d] % f]
+        load = loop.LoadOp(src, ivs, source_map)
+        if not ragged:
+            body_ops: list[Operation] = [load]
+            value = load.result
+        else:
+            cond_ops: list[Operation] = []
+            cond: SSAValue | None = None
+            for expr, size in ragged:
+                ops, index = materialize(expr, ivs)
+                bound = arith.ConstantOp(IntegerAttr(size, IndexType()))
+                check = arith.CmpiOp(index, bound, "slt")
+                cond_ops += [*ops, bound, check]
+                if cond is None:
+                    cond = check.result
+                else:
+                    both = arith.AndIOp(cond, check.result)
+                    cond_ops.append(both)
+                    cond = both.result
+            zero = element_zero(cast(MemRefType, src.type))
+            element = cast(MemRefType, src.type).get_element_type()
+            select = scf.IfOp(cast(SSAValue, cond), [element],
+                              Region(Block([load, scf.YieldOp(load.result)])),
+                              Region(Block([zero, scf.YieldOp(zero.result)])))
+            body_ops = [*cond_ops, select]
+            value = select.results[0]
+        fors[-1].add_ops([*body_ops, loop.StoreOp(value, dst, ivs)])
+        return fors[0]
