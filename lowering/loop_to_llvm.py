@@ -5,17 +5,25 @@ Each `func.func` is rebuilt as an `llvm.func` in one walk (see `llvm_builder`):
 * types: memref -> `!llvm.ptr` (static shapes, row-major, bare pointers), index -> i64;
 * `loop.load`/`loop.store` (and `memref`/`vector` load/store): the affine map is
   expanded into one i64 linear offset (strides from the static shape) and a
-  `llvm.getelementptr inbounds`; vector accesses load/store `vector<N x T>` with the
-  element's alignment;
+  `llvm.getelementptr inbounds`; vector accesses load/store `vector<N x T>`, aligned
+  as far as the buffer's start and the offset prove it (`access_alignment`: buffers
+  allocated by the function start 64- or 32-byte aligned; arguments and parameters
+  only at the element's alignment), scalar accesses at the element's alignment;
 * `loop.for`: blocks and branches (a rotated loop: the body, then increment, compare
-  and branch back). `FOR_LOWERINGS` maps every loop kind to its lowering; all kinds are
-  serial for now (a thread-pool lowering of `parallel` slots in there);
+  and branch back). `FOR_LOWERINGS` maps every loop kind to its lowering: `parallel`
+  loops are outlined and run on libgomp's thread pool (`llvm_parallel`: the body
+  becomes an internal function, a worker runs each thread's chunk, the kernel calls
+  `GOMP_parallel`; the thread count is the object's `xweave_num_threads` global, set
+  by the runtime); every other kind is serial (`loop-vectorize`/`loop-unroll` have
+  already rewritten the loops they handle);
 * `scf.if` (with results) and `scf.for` (with iteration values) become blocks too;
 * `loop.alloc`: `#loop.scope<local>` -> `llvm.alloca` in the entry block (above
   `LOCAL_STACK_LIMIT` bytes, heap instead, so a big buffer cannot overflow a thread's
   stack); global scope -> `aligned_alloc(64, ...)` where the alloc is (hoisted to the
   entry block if it sits inside a loop or branch), `free` before every return;
-* float ops carry the `contract` fast-math flag only (FMA fusion, no reassociation);
+* float ops carry the `contract` fast-math flag only (FMA fusion, never `reassoc`:
+  reductions keep the program's order, so results match the interpreter;
+  `vector.reduction <add>` is LLVM's ordered `vector.reduce.fadd`);
 * globals (weights) -> `llvm.mlir.global external @xweave_param_<name>` without an
   initializer (values: `llvm_params.extract_params`, bound by the runtime);
   `get_global` -> `llvm.mlir.addressof`;
@@ -24,8 +32,8 @@ Each `func.func` is rebuilt as an `llvm.func` in one walk (see `llvm_builder`):
   `xweave.*` attributes (`xweave.input_names`, `xweave.output_names`).
 
 Ops already in the llvm dialect are left alone (top level) or copied (inside a function).
-Every function keeps external linkage (xDSL's `convert_module` ignores `llvm.func`
-linkage anyway), so kernels can be called on their own from the runtime and tests.
+Every function of the module keeps external linkage, so kernels can be called on their
+own from the runtime and tests; the functions made from parallel loops are internal.
 
 A loop kind's lowering is a function `(FunctionLowering, loop.ForOp) -> None`; it has
 `emit_counted_loop`, `lower_ops` (the body), `map` (the induction variable), and
@@ -34,12 +42,13 @@ A loop kind's lowering is a function `(FunctionLowering, loop.ForOp) -> None`; i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from xdsl.context import Context
-from xdsl.dialects import builtin, cf, func, llvm, memref, scf, vector
+from xdsl.dialects import arith, builtin, cf, func, llvm, memref, scf, vector
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
@@ -51,6 +60,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StridedLayoutAttr,
     UnitAttr,
+    VectorType,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -86,6 +96,7 @@ from xweave.lowering.llvm_params import (
     is_global,
     param_symbol,
 )
+from xweave.lowering.llvm_parallel import lower_parallel_for, num_threads_global
 from xweave.lowering.llvm_scalar import SCALAR_LOWERINGS
 
 __all__ = [
@@ -156,9 +167,11 @@ def lower_serial_for(fl: FunctionLowering, op: loop.ForOp) -> None:
 
 FOR_LOWERINGS: dict[loop.ForKind, ForLowering] = {
     loop.ForKind.SERIAL: lower_serial_for,
-    # TODO(thread pool): outline the body into a worker llvm.func and call the runtime.
-    loop.ForKind.PARALLEL: lower_serial_for,
-    # LLVM vectorizes and unrolls the serial loop itself (constant trip counts).
+    # The body outlined, run on libgomp's thread pool (see llvm_parallel).
+    loop.ForKind.PARALLEL: lower_parallel_for,
+    # `loop-vectorize`/`loop-unroll` already rewrote such loops into vector ops or
+    # copies of the body; a kind left by hand is serial (LLVM vectorizes and unrolls
+    # constant trip-count loops itself).
     loop.ForKind.VECTORIZED: lower_serial_for,
     loop.ForKind.UNROLLED: lower_serial_for,
     loop.ForKind.VTHREAD: lower_serial_for,
@@ -179,6 +192,20 @@ class _ModuleLowering:
         self.aliased_args: set[tuple[str, int]] = set()
         self.new_functions: list[llvm.FuncOp] = []
         """Functions made by the lowering itself (e.g. outlined loop bodies), appended last."""
+        self.parallel_count: dict[str, int] = {}
+        """Parallel loops outlined so far, per function."""
+        self.uses_threads = False
+        """Some parallel loop reads the thread-count global."""
+        self._symbols: set[str] = set()
+
+    def unique_symbol(self, base: str) -> str:
+        """`base`, or `base_<n>`: a name no function of the module has."""
+        name, n = base, 0
+        while name in self._symbols:
+            n += 1
+            name = f"{base}_{n}"
+        self._symbols.add(name)
+        return name
 
     def add_function(self, op: llvm.FuncOp) -> None:
         """Add a function built during the lowering (a parallel loop's worker, ...)."""
@@ -187,6 +214,11 @@ class _ModuleLowering:
     def run(self) -> None:
         module = self.module
         ops = list(module.ops)
+        self._symbols = {
+            op.sym_name.data
+            for op in ops
+            if isinstance(op, func.FuncOp | llvm.FuncOp | llvm.GlobalOp)
+        }
         for op in ops:
             if is_global(op):
                 self.globals[global_name(op)] = global_type(op)
@@ -212,7 +244,11 @@ class _ModuleLowering:
             op.erase(safe_erase=False)
 
         block.add_ops(self.new_functions)
-        existing = {op.sym_name.data for op in block.ops if isinstance(op, llvm.FuncOp)}
+        existing = {
+            op.sym_name.data for op in block.ops if isinstance(op, llvm.FuncOp | llvm.GlobalOp)
+        }
+        if self.uses_threads and num_threads_global().sym_name.data not in existing:
+            block.add_op(num_threads_global())
         for name, ftype in self.externals.items():
             if name not in existing:
                 block.add_op(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
@@ -307,6 +343,11 @@ class FunctionLowering(FunctionBuilder):
         super().__init__(ftype.inputs.data, module.externals)
         self.module = module
         self.func = op
+        self.ftype = ftype
+        self.in_parallel_region = False
+        """Building the body of a parallel loop: nested parallel loops run serially."""
+        self.buffer_alignment: dict[SSAValue, int] = {}
+        """Source buffer -> alignment (bytes) of its start, for buffers allocated here."""
         self.heap_buffers: list[SSAValue] = []
         """Buffers to free before every return."""
         self._addresses: dict[tuple[object, ...], SSAValue] = {}
@@ -406,6 +447,23 @@ class FunctionLowering(FunctionBuilder):
         self.emit(llvm.CondBrOp(more, header, [nxt], exit_block, []))
         self.place(exit_block)
 
+    def emit_dynamic_loop(
+        self, begin: SSAValue, end: SSAValue, body: Callable[[SSAValue], None]
+    ) -> None:
+        """`for t in range(begin, end): body(t)` with i64 bounds known at run time only."""
+        check = self.new_block([i64])
+        loop_block = self.new_block([i64])
+        exit_block = self.new_block()
+        self.emit(llvm.BrOp(check, begin))
+        self.place(check)
+        more = self.emit1(llvm.ICmpOp(check.args[0], end, _SLT))
+        self.emit(llvm.CondBrOp(more, loop_block, [check.args[0]], exit_block, []))
+        self.place(loop_block)
+        t = loop_block.args[0]
+        body(t)
+        self.emit(llvm.BrOp(check, self.emit1(llvm.AddOp(t, self.const(1), overflow=_NSW_NUW))))
+        self.place(exit_block)
+
     def lower_for(self, op: loop.ForOp) -> None:
         FOR_LOWERINGS.get(op.kind.data, lower_serial_for)(self, op)
 
@@ -486,8 +544,11 @@ class FunctionLowering(FunctionBuilder):
             alloca = llvm.AllocaOp(self.const(count), element, align or LOCAL_ALIGNMENT)
             self.in_entry(alloca)
             self.map(op.results[0], alloca.results[0])
+            self.buffer_alignment[op.results[0]] = align or LOCAL_ALIGNMENT
             return
-        self.map(op.results[0], self.emit_heap_alloc(op, nbytes, max(align or 1, GLOBAL_ALIGNMENT)))
+        align = max(align or 1, GLOBAL_ALIGNMENT)
+        self.map(op.results[0], self.emit_heap_alloc(op, nbytes, align))
+        self.buffer_alignment[op.results[0]] = align
 
     def emit_heap_alloc(self, op: Operation, nbytes: int, align: int) -> SSAValue:
         """`aligned_alloc(align, nbytes rounded up)`, freed at every return.
@@ -523,15 +584,43 @@ class FunctionLowering(FunctionBuilder):
         base, indices, amap = _access_parts(op)
         t = convert_type(op.results[0].type)
         ptr = self.address(base, indices, amap)
-        align = byte_size(cast(MemRefType, base.type).get_element_type())
+        align = self.access_alignment(base, indices, amap, t)
         self.map(op.results[0], self.emit1(llvm.LoadOp(ptr, t, alignment=align)))
 
     def lower_store(self, op: Operation) -> None:
         base, indices, amap = _access_parts(op)
         value = self.get(op.operands[0])
         ptr = self.address(base, indices, amap)
-        align = byte_size(cast(MemRefType, base.type).get_element_type())
+        align = self.access_alignment(base, indices, amap, value.type)
         self.emit(llvm.StoreOp(value, ptr, alignment=align))
+
+    def access_alignment(
+        self,
+        base: SSAValue,
+        indices: Sequence[SSAValue],
+        amap: AffineMap | None,
+        access_type: Attribute,
+    ) -> int:
+        """The alignment (bytes) of an access: the element's, or for a vector access
+        what the buffer's start alignment and the offset prove (e.g. 32 for
+        `%buf[%i, %jo * 8]` of a `memref<64x64xf32>` allocated here: rows of 256 bytes,
+        `jo * 8` floats = multiples of 32 bytes).
+
+        Only buffers allocated by the function have a known start alignment (64 bytes
+        on the heap, 32 on the stack); kernel arguments (numpy arrays: 16 bytes at
+        best) and parameters keep the element's alignment."""
+        t = cast(MemRefType, base.type)
+        element = byte_size(t.get_element_type())
+        known = self.buffer_alignment.get(base)
+        if not isinstance(access_type, VectorType) or known is None:
+            return element
+        strides, offset = _layout(t)
+        if amap is None:
+            amap = AffineMap.identity(len(indices))
+        align = min(known, _pow2(offset * element))
+        for expr, stride in zip(amap.results, strides):
+            align = min(align, _expr_alignment(expr, indices, amap.num_dims, stride * element))
+        return max(element, min(align, 64))
 
     def address(
         self, base: SSAValue, indices: Sequence[SSAValue], amap: AffineMap | None
@@ -667,9 +756,19 @@ class FunctionLowering(FunctionBuilder):
         if op.results:
             self.map(op.results[0], call.results[0])
 
-    def lower_return(self, op: func.ReturnOp) -> None:
+    def emit_frees(self) -> None:
+        """Free the heap buffers of the function (before a return)."""
         for ptr in self.heap_buffers:
             self.call_external("free", _FREE, [ptr])
+
+    def adopt_constant(self, lowered: SSAValue) -> SSAValue:
+        """A copy, in this function's prologue, of a constant of another function."""
+        op = cast(llvm.ConstantOp, lowered.owner).clone()
+        self._constant_ops.append(op)
+        return op.results[0]
+
+    def lower_return(self, op: func.ReturnOp) -> None:
+        self.emit_frees()
         values = self.operands(op)
         self.emit(llvm.ReturnOp(values[0] if values else None))
 
@@ -680,6 +779,51 @@ class FunctionLowering(FunctionBuilder):
         if value.type != convert_type(op.outputs[0].type):
             raise unsupported(op, f"from {op.inputs[0].type} to {op.outputs[0].type}")
         self.map(op.outputs[0], value)
+
+
+_UNBOUNDED = 1 << 62
+
+
+def _pow2(n: int) -> int:
+    """The largest power of two dividing `n` (unbounded for 0)."""
+    n = abs(n)
+    return n & -n if n else _UNBOUNDED
+
+
+def _value_alignment(value: SSAValue) -> int:
+    """The largest power of two dividing every value `value` takes (1 if unknown)."""
+    owner = value.owner
+    if isinstance(owner, Block) and isinstance(owner.parent_op(), loop.ForOp):
+        for_op = cast(loop.ForOp, owner.parent_op())
+        return _pow2(math.gcd(for_op.lb.value.data, for_op.step.value.data))
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return _pow2(owner.value.value.data)
+    return 1
+
+
+def _expr_alignment(
+    expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int, scale: int
+) -> int:
+    """The largest power of two known to divide `scale * expr` (bytes)."""
+    match expr:
+        case AffineConstantExpr(value=v):
+            return _pow2(scale * v)
+        case AffineDimExpr(position=p):
+            return min(_UNBOUNDED, _pow2(scale) * _value_alignment(operands[p]))
+        case AffineSymExpr(position=p):
+            return min(_UNBOUNDED, _pow2(scale) * _value_alignment(operands[num_dims + p]))
+        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
+            return min(
+                _expr_alignment(lhs, operands, num_dims, scale),
+                _expr_alignment(rhs, operands, num_dims, scale),
+            )
+        case AffineBinaryOpExpr(
+            kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)
+        ) | AffineBinaryOpExpr(
+            kind=AffineBinaryOpKind.Mul, lhs=AffineConstantExpr(value=c), rhs=lhs
+        ):
+            return _expr_alignment(lhs, operands, num_dims, scale * c)
+    return _pow2(scale)  # div/mod: some integer, times scale
 
 
 def _access_parts(op: Operation) -> tuple[SSAValue, Sequence[SSAValue], AffineMap | None]:

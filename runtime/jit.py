@@ -4,7 +4,7 @@
     engine = load_object(compiled.object_bytes, extract_params(loop_stage_module))
     main = engine.get_function("main", [ctypes.c_void_p] * 3)
 
-`compile_llvm` converts the xDSL llvm dialect to LLVM IR (`convert_module`), runs
+`compile_llvm` converts the xDSL llvm dialect to LLVM IR (`_convert_module`), runs
 LLVM's new pass manager at O3 for the host CPU and its features (loop and SLP
 vectorization on), and keeps the optimized IR, the object bytes and (lazily) the
 assembly. The object is position independent, so the same bytes load in this process,
@@ -24,7 +24,13 @@ Every other undefined symbol of the object (libm functions, `aligned_alloc`/`fre
 `memset`, ...) is resolved before the object is finalized, from the `symbols` given to
 `load_object` or from the process; one that resolves nowhere raises
 `UnresolvedSymbolError` naming it (MCJIT would silently leave the relocation unapplied
-and the first call would crash).
+and the first call would crash). libgomp (`GOMP_parallel`, `omp_*`: parallel loops) is
+loaded on demand, once, and never unloaded.
+
+The thread count of parallel loops is bound the same way as parameters: the object
+defines an `i32` global `xweave_num_threads`; `load_object` sets each loaded copy's to
+`runtime.threads.default_num_threads()` (`XWEAVE_NUM_THREADS`, else every core) and
+`Engine.num_threads` changes it later, without recompiling.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 import struct
 import threading
 from collections.abc import Mapping, Sequence
@@ -47,11 +54,20 @@ from xdsl.rewriter import Rewriter
 
 from xweave.errors import XweaveError
 from xweave.lowering.llvm_params import PARAM_PREFIX
+from xweave.runtime.threads import (
+    NUM_THREADS_GLOBAL,
+    configure_openmp,
+    default_num_threads,
+    get_num_threads,
+    set_num_threads,
+)
 
 PARAM_TABLE = "xweave_param_table"
 PARAM_NAMES = "xweave_param_names"
 PARAM_NBYTES = "xweave_param_nbytes"
 PARAM_COUNT = "xweave_param_count"
+
+configure_openmp()  # before anything (lightgbm, ...) loads libgomp: it reads this once
 
 _FALLBACK_LIBRARIES = {"": ("m",), "GOMP_": ("gomp",), "omp_": ("gomp",)}
 """Libraries loaded on demand when undefined symbols with these prefixes are not found."""
@@ -200,24 +216,10 @@ def _optimize(mod: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine) -> No
     mpm.run(mod, pb)
 
 
-@dataclass
-class _ModuleView:
-    """What `convert_module` reads of a module: its attributes and top-level ops.
-
-    Lets the conversion see rewritten copies of a few functions without touching
-    (or cloning) the caller's module.
-    """
-
-    attributes: Mapping[str, object]
-    ops: list[Operation]
-
-
 def _to_llvm_ir(
     module: ModuleOp, tm: llvm_binding.TargetMachine
 ) -> tuple[llvm_ir.Module, tuple[str, ...]]:
     """`convert_module`, with parameter globals turned into a pointer table."""
-    from xdsl.backend.llvm.convert import convert_module
-
     params: dict[str, tuple[int, llvm.GlobalOp]] = {}
     for op in module.ops:
         if (
@@ -240,11 +242,7 @@ def _to_llvm_ir(
         ops.insert(0, llvm.GlobalOp(table_type, PARAM_TABLE, "external"))
 
     try:
-        ir_module = convert_module(
-            _ModuleView(module.attributes, ops),  # type: ignore[arg-type]
-            fallback_target_triple=tm.triple,
-            data_layout=str(tm.target_data),
-        )
+        ir_module = _convert_module(ops, tm)
     except NotImplementedError as e:
         raise JITError(f"cannot translate to LLVM IR: {e}") from None
 
@@ -255,6 +253,65 @@ def _to_llvm_ir(
     names = tuple(name[len(PARAM_PREFIX):] for name in params)
     _add_param_metadata(ir_module, params, tm)
     return ir_module, names
+
+
+def _convert_module(ops: Sequence[Operation], tm: llvm_binding.TargetMachine) -> llvm_ir.Module:
+    """xDSL's `convert_module` (0.74), with two fixes for what our lowering emits:
+
+    * `llvm.alloca` yields an *opaque* pointer. llvmlite types an alloca's result as a
+      typed pointer (`float*`) and then refuses any store of another type through it
+      (a `vector<8xf32>` store into a local `f32` buffer, a `ptr` into a parallel
+      loop's argument block), although LLVM itself has only opaque pointers;
+    * a function's linkage is kept (`internal` for outlined parallel loop bodies), which
+      `convert_module` drops; an `external` global with a value is a definition
+      (`convert_module` prints `external global i32 0`, which LLVM rejects).
+    """
+    from xdsl.backend.llvm.convert import _convert_global, _declare_func
+    from xdsl.backend.llvm.convert_op import convert_op
+    from xdsl.backend.llvm.convert_type import convert_type
+
+    ir_module = llvm_ir.Module()
+    ir_module.triple = tm.triple
+    ir_module.data_layout = str(tm.target_data)
+    functions: list[llvm.FuncOp] = []
+    for op in ops:
+        if isinstance(op, llvm.GlobalOp):
+            _convert_global(op, ir_module)
+            if op.value is not None and op.linkage.linkage.data == "external":
+                ir_module.get_global(op.sym_name.data).linkage = ""  # a definition
+        elif isinstance(op, llvm.FuncOp):
+            functions.append(op)
+        else:
+            raise NotImplementedError(f"Conversion not implemented for op: {op.name}")
+    for op in functions:
+        _declare_func(op, ir_module)
+        linkage = op.linkage.linkage.data if op.linkage is not None else "external"
+        if op.body.blocks and linkage not in ("external", ""):
+            ir_module.get_global(op.sym_name.data).linkage = linkage
+    for op in functions:
+        if not op.body.blocks:
+            continue
+        fn = ir_module.get_global(op.sym_name.data)
+        block_map: dict = {}
+        val_map: dict = {}
+        for i, block in enumerate(op.body.blocks):
+            block_map[block] = fn.append_basic_block(name=block.name_hint or "")
+            if i == 0:
+                val_map.update(zip(block.args, fn.args))
+        for i, block in enumerate(op.body.blocks):
+            if i and block.args:
+                builder = llvm_ir.IRBuilder(block_map[block])
+                for arg in block.args:
+                    val_map[arg] = builder.phi(convert_type(arg.type))
+        for block in op.body.blocks:
+            builder = llvm_ir.IRBuilder(block_map[block])
+            if block_map[block].instructions:
+                builder.position_after(block_map[block].instructions[-1])
+            for inner in block.ops:
+                convert_op(inner, builder, val_map, block_map)
+                if isinstance(inner, llvm.AllocaOp):
+                    val_map[inner.results[0]].type = llvm_ir.PointerType()
+    return ir_module
 
 
 def _uses_params(op: llvm.FuncOp, params: Mapping[str, object]) -> bool:
@@ -334,6 +391,15 @@ class Engine:
         self._object_bytes = object_bytes
         self._keep = keep
 
+    @property
+    def num_threads(self) -> int:
+        """Threads used by the parallel loops of this instance (see `runtime.threads`)."""
+        return get_num_threads(self)
+
+    @num_threads.setter
+    def num_threads(self, n: int) -> None:
+        set_num_threads(self, n)
+
     def address(self, name: str) -> int:
         """The address of a function or global of the object (0 if absent)."""
         return self._engine.get_global_value_address(name) or 0
@@ -406,6 +472,8 @@ def load_object(obj_bytes: bytes, symbols: Mapping[str, object] | None = None) -
         engine.finalize_object()
     result = Engine(engine, tm, obj_bytes, keep)
     _bind_params(result, symbols, keep)
+    if result.address(NUM_THREADS_GLOBAL):
+        result.num_threads = default_num_threads()
     return result
 
 
@@ -455,14 +523,27 @@ def _address_of(
     )
 
 
+_loaded_libraries: list[ctypes.CDLL] = []
+
+
 @functools.cache
 def _load_library(short_name: str) -> bool:
+    """Make a library's symbols visible to the JIT (libm, libgomp), for good.
+
+    The library is first opened with `RTLD_NODELETE`: LLVM closes the libraries it
+    loaded when the process exits (a static destructor), and libgomp's idle workers may
+    still be spinning in its code then, which would crash the exiting process.
+    """
+    if short_name == "gomp":
+        configure_openmp()  # libgomp reads its wait policy from the environment once
     path = ctypes.util.find_library(short_name)
     if path is None:
         return False
     try:
+        mode = os.RTLD_GLOBAL | getattr(os, "RTLD_NODELETE", 0)
+        _loaded_libraries.append(ctypes.CDLL(path, mode=mode))
         llvm_binding.load_library_permanently(path)
-    except RuntimeError:
+    except (OSError, RuntimeError):
         return False
     return True
 

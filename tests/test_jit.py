@@ -228,3 +228,53 @@ def test_pic_object_links_into_a_shared_library(tmp_path, scale64):
     y = np.empty_like(x)
     lib.main(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data))
     np.testing.assert_array_equal(y, 4 * x + 1)
+
+
+def test_target_machine_is_the_host_cpu():
+    from xweave.runtime.jit import _host_cpu
+
+    name, features = _host_cpu()
+    assert name == llvm_binding.get_host_cpu_name()
+    assert features == llvm_binding.get_host_cpu_features().flatten()
+
+
+def test_vector_store_through_a_stack_buffer():
+    """llvmlite types an alloca `float*` and refuses other stores through it; the
+    conversion makes allocas opaque pointers, as they are in LLVM."""
+    module, _ = lower("""
+func.func @k(%x: memref<16xf32>) attributes {xweave.kernel} {
+  %t = loop.alloc : memref<16xf32, #loop.scope<local>>
+  %v = loop.load %x[0] : memref<16xf32> -> vector<8xf32>
+  loop.store %v, %t[8] : memref<16xf32, #loop.scope<local>>, vector<8xf32>
+  %w = loop.load %t[8] : memref<16xf32, #loop.scope<local>> -> vector<8xf32>
+  loop.store %w, %x[8] : memref<16xf32>, vector<8xf32>
+  func.return
+}
+""")
+    x = np.arange(16, dtype=np.float32)
+    load_object(compile_llvm(module).object_bytes).get_function("k")(x)
+    np.testing.assert_array_equal(x, np.tile(np.arange(8, dtype=np.float32), 2))
+
+
+def test_outlined_functions_are_internal_and_the_thread_global_defined():
+    module, _ = lower("""
+func.func @k(%x: memref<64xf32>) attributes {xweave.kernel} {
+  loop.for %i = 0 to 64 parallel {
+    %v = loop.load %x[%i] : memref<64xf32>
+    %w = arith.addf %v, %v : f32
+    loop.store %w, %x[%i] : memref<64xf32>
+  }
+  func.return
+}
+""")
+    compiled = compile_llvm(module)
+    ir = compiled.llvm_ir
+    assert re.search(r"define internal [^\n]*@k_parallel0\(", ir)
+    assert re.search(r"^@xweave_num_threads = [^\n]*global i32 0", ir, re.MULTILINE)
+    assert re.search(r"call void @GOMP_parallel\(ptr nonnull @k_parallel0", ir)
+    engine = compiled.load()
+    for n in (1, 2):
+        engine.num_threads = n
+        x = np.arange(64, dtype=np.float32)
+        engine.get_function("k")(x)
+        np.testing.assert_array_equal(x, 2 * np.arange(64, dtype=np.float32))

@@ -166,7 +166,10 @@ def test_conv_with_padded_local_buffer():
     # the local buffer is a stack allocation in the entry block, not a heap buffer
     entry_ops = [op.name for op in conv.body.blocks.first.ops]
     assert "llvm.alloca" in entry_ops
-    assert not any(isinstance(o, llvm.CallOp) for o in conv.walk())
+    # the parallel loop over output channels: its body outlined, run by GOMP_parallel
+    calls = {o.callee.root_reference.data for o in conv.walk() if isinstance(o, llvm.CallOp)}
+    assert calls == {"GOMP_parallel", "conv_parallel0_body"}
+    assert "aligned_alloc" not in calls
     rng = np.random.default_rng(2)
     data = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
@@ -525,3 +528,40 @@ func.func @k() {
 """)
     with pytest.raises(LoweringError, match="cannot lower 'test.op'"):
         ConvertLoopToLLVMPass().apply(make_context(), module)
+
+
+def test_vector_access_alignment_from_the_buffer_and_offset():
+    module, _ = lower("""
+func.func @k(%x: memref<4x64xf32>) attributes {xweave.kernel} {
+  %t = loop.alloc : memref<4x64xf32, #loop.scope<local>>
+  %h = loop.alloc : memref<4x60xf32>
+  loop.for %i = 0 to 4 {
+    loop.for %j = 0 to 64 step 8 {
+      %v = loop.load %x[%i, %j] : memref<4x64xf32> -> vector<8xf32>
+      loop.store %v, %t[%i, %j] : memref<4x64xf32, #loop.scope<local>>, vector<8xf32>
+      %w = loop.load %t[%i, %j + 4] : memref<4x64xf32, #loop.scope<local>> -> vector<4xf32>
+      loop.store %w, %h[%i, 4] : memref<4x60xf32>, vector<4xf32>
+      %u = loop.load %h[0, %j floordiv 2] : memref<4x60xf32> -> vector<4xf32>
+      loop.store %u, %h[1, 0] : memref<4x60xf32>, vector<4xf32>
+      %s = loop.load %h[0, 0] : memref<4x60xf32>
+      loop.store %s, %t[0, 0] : memref<4x64xf32, #loop.scope<local>>
+    }
+  }
+  func.return
+}
+""")
+    accesses = [
+        (o.name, o.alignment.value.data)
+        for o in function(module, "k").walk()
+        if isinstance(o, llvm.LoadOp | llvm.StoreOp)
+    ]
+    assert accesses == [
+        ("llvm.load", 4),    # an argument: numpy's alignment is not known
+        ("llvm.store", 32),  # the stack buffer (32): rows of 256 bytes, j * 4 bytes, j % 8 == 0
+        ("llvm.load", 16),   # ... + 4 floats
+        ("llvm.store", 16),  # the heap buffer (64): rows of 240 bytes
+        ("llvm.load", 4),    # j floordiv 2: any float
+        ("llvm.store", 16),  # row 1: 240 bytes
+        ("llvm.load", 4),    # scalar accesses: the element's alignment
+        ("llvm.store", 4),
+    ]

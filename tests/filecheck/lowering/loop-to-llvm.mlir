@@ -97,9 +97,10 @@ builtin.module {
 // CHECK-NEXT:    %[[IC:[0-9]+]] = llvm.icmp "slt" %[[IN]], %[[C3]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[IC]], ^[[I_LOOP]](%[[IN]] : i64), ^[[I_EXIT:bb[0-9]+]]
 // CHECK-NEXT:  ^[[I_EXIT]]:
-// Vector accesses load/store vector<4xf32> at the element's alignment; vector.fma is llvm.intr.fma.
+// Vector accesses load/store vector<4xf32> at the element's alignment, unless the buffer
+// was allocated here (the stack buffer: 32 bytes at offset 0); vector.fma is llvm.intr.fma.
 // CHECK-NEXT:    %[[V:[0-9]+]] = llvm.load %[[A]] {alignment = 4 : i64} : !llvm.ptr -> vector<4xf32>
-// CHECK-NEXT:    %[[W:[0-9]+]] = llvm.load %[[TMP]] {alignment = 4 : i64} : !llvm.ptr -> vector<4xf32>
+// CHECK-NEXT:    %[[W:[0-9]+]] = llvm.load %[[TMP]] {alignment = 32 : i64} : !llvm.ptr -> vector<4xf32>
 // CHECK-NEXT:    %[[F:[0-9]+]] = llvm.intr.fma(%[[V]], %[[W]], %[[V]]) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
 // CHECK-NEXT:    %[[PB:[0-9]+]] = llvm.getelementptr inbounds %[[B]][8] : (!llvm.ptr) -> !llvm.ptr, f32
 // CHECK-NEXT:    llvm.store %[[F]], %[[PB]] {alignment = 4 : i64} : vector<4xf32>, !llvm.ptr

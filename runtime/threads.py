@@ -1,0 +1,135 @@
+"""How many threads the `parallel` loops of compiled code use, and how idle threads wait.
+
+A `parallel` loop is lowered to `GOMP_parallel(worker, data, nthreads, 0)` (libgomp's
+thread pool: a region costs a few µs, against 100+ µs for spawning pthreads or waking
+Python threads). `nthreads` is read, at every region, from the global
+`xweave_num_threads` (an `i32` defined in the object itself), so changing the thread
+count never recompiles: the runtime writes the global of each loaded instance, the same
+way parameters are bound through the object's own pointer table.
+
+* default: every core this process may run on (`os.sched_getaffinity`);
+* `XWEAVE_NUM_THREADS=N` in the environment (read when an object is loaded), like
+  TVM_NUM_THREADS / OMP_NUM_THREADS;
+* `xweave.build(..., threads=N)`, or `set_num_threads(module_or_engine, N)` at any time.
+
+The code never asks for more threads than the loop has iterations, and runs the loop
+body directly (no region at all) when that leaves a single thread. 0 in the global
+means "libgomp's default" (what an object linked into a shared library starts with).
+
+Idle workers: after a region, libgomp's workers spin before they sleep, and so does
+the calling thread at the region's closing barrier: `GOMP_SPINCOUNT` iterations, 300,000
+by default (about 5 ms of a core here), unless `OMP_WAIT_POLICY=passive`. Measured with
+`bench/parallel_overhead.py` on the 2-core development VM:
+
+* the default spin burns about 4.5 ms of a second core after *every* call (CPU time
+  taken from Python threads, other processes, the autotuner's measurements); and when
+  the other core is busy, a region waits until the spin gives up (the worker cannot
+  run while the caller spins): 7 ms for an empty region;
+* `passive`: no burnt CPU, but every region pays a futex wake-up of the workers;
+* a short spin (`DEFAULT_SPINCOUNT`, about 60 µs) keeps back-to-back regions (the
+  kernels of one model call) as cheap as spinning, bounds the cost of a busy machine
+  to the spin, and burns almost nothing after a call.
+
+So `configure_openmp` (called when `xweave.runtime.jit` is imported, before libgomp
+is loaded) sets `GOMP_SPINCOUNT` to `DEFAULT_SPINCOUNT`, unless the user set `OMP_WAIT_POLICY` or `GOMP_SPINCOUNT` (the
+variable stays in `os.environ`: child processes inherit it). libgomp reads it once: if
+another library loaded libgomp first (lightgbm does), its setting stays.
+"""
+
+from __future__ import annotations
+
+import os
+
+from xweave.errors import XweaveError
+
+NUM_THREADS_GLOBAL = "xweave_num_threads"
+"""The `i32` global of a compiled object holding its thread count (0: libgomp's default)."""
+
+NUM_THREADS_ENV = "XWEAVE_NUM_THREADS"
+"""Environment variable giving the default thread count of loaded objects."""
+
+DEFAULT_SPINCOUNT = "1000"
+"""`GOMP_SPINCOUNT` set before libgomp loads (unless the user chose a wait policy): idle
+workers (and the caller at a region's end) spin about 60 µs, enough for back-to-back
+kernels, then sleep."""
+
+
+def available_cores() -> int:
+    """The number of cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def default_num_threads() -> int:
+    """`XWEAVE_NUM_THREADS` if set, else every available core."""
+    text = os.environ.get(NUM_THREADS_ENV, "").strip()
+    if not text:
+        return available_cores()
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise XweaveError(
+            f"{NUM_THREADS_ENV}={text!r}: expected a positive number of threads"
+        )
+    return value
+
+
+_configured = False
+
+
+def configure_openmp() -> None:
+    """Choose libgomp's wait policy before it is loaded (it reads the environment once).
+
+    Does nothing if the user set `OMP_WAIT_POLICY` or `GOMP_SPINCOUNT`, or after the
+    first call. Has no effect if libgomp was already loaded by someone else.
+    """
+    global _configured
+    if _configured:
+        return
+    _configured = True
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = DEFAULT_SPINCOUNT
+
+
+def _engine_of(target):
+    engine = target if hasattr(target, "address") else getattr(target, "_engine", None)
+    if engine is None or not hasattr(engine, "address"):  # a CompiledModule holds its Engine
+        raise XweaveError(f"cannot set the threads of {type(target).__name__}")
+    return engine
+
+
+def check_num_threads(n: object) -> None:
+    """An error unless `n` is a positive integer."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise XweaveError(f"threads must be a positive integer, got {n!r}")
+
+
+def set_num_threads(target, n: int) -> None:
+    """Use `n` threads in the parallel loops of a loaded `Engine` or `CompiledModule`.
+
+    Takes effect at the next call; nothing is recompiled. Code without parallel loops
+    ignores it.
+    """
+    check_num_threads(n)
+    engine = _engine_of(target)
+    address = engine.address(NUM_THREADS_GLOBAL)
+    if address:
+        import ctypes
+
+        ctypes.c_int32.from_address(address).value = n
+    engine._num_threads = n
+
+
+def get_num_threads(target) -> int:
+    """The thread count a loaded `Engine` or `CompiledModule` uses."""
+    engine = _engine_of(target)
+    address = engine.address(NUM_THREADS_GLOBAL)
+    if address:
+        import ctypes
+
+        return ctypes.c_int32.from_address(address).value
+    return getattr(engine, "_num_threads", 1)
