@@ -38,7 +38,7 @@ def build(module_or_path, target="llvm", **options):
     return _build(module_or_path, target=target, **options)
 
 
-def build_kernel(name, inputs, outputs, schedule=""):
+def build_kernel(name, inputs, outputs, schedule="default"):
     """Compile a tensor-expression computation (see `xweave.te`) into a callable."""
     from xweave.kernel import build_kernel as _build_kernel
 

@@ -47,18 +47,26 @@ def build(
     *,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     dump_ir: str | os.PathLike | None = None,
+    threads: int | None = None,
 ):
     """Compile a model for `target` and load it, ready to `run`.
 
     `module_or_path` is a graph-dialect `ModuleOp`, an ONNX file or `onnx.ModelProto`,
     or a `.mlir` file of the graph stage. `dump_ir=DIR` writes every stage of the
     pipeline into DIR (`NN-<stage>.mlir`, then the optimized LLVM IR and assembly).
+    `threads=N` runs parallel loops on N threads (default: `XWEAVE_NUM_THREADS`, else
+    every core); `xweave.runtime.threads.set_num_threads` changes it later without
+    recompiling.
     """
     from xweave.pipeline import lower_to_llvm
     from xweave.runtime.module import CompiledModule, signature_of
 
     if target not in TARGETS:
         raise XweaveError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+    if threads is not None:
+        from xweave.runtime.threads import check_num_threads
+
+        check_num_threads(threads)
     module = _as_graph_module(module_or_path, input_shapes)
     signature = signature_of(module)
 
@@ -79,6 +87,10 @@ def build(
 
     lower_to_llvm(module, on_stage)
     compiled = CompiledModule.from_llvm_module(module, params, signature)
+    if threads is not None:
+        from xweave.runtime.threads import set_num_threads
+
+        set_num_threads(compiled, threads)
     if dump_dir is not None:
         (dump_dir / f"{stage_index:02d}-optimized.ll").write_text(compiled.llvm_ir)
         (dump_dir / f"{stage_index + 1:02d}-assembly.s").write_text(compiled.assembly)

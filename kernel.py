@@ -13,8 +13,8 @@ matmul = build_kernel("matmul", [A, B], [C],
 c = matmul(np.ones((64, 32), np.float32), np.ones((32, 48), np.float32))
 ```
 
-The schedule is a pipeline of loop rewrites (the same text `xweave-opt -p` takes);
-`kernel=` options are filled in for you.
+The schedule is a pipeline of loop rewrites (the same text `xweave-opt -p` takes),
+or `"default"` for the template's default schedule (what `xweave.build` uses).
 """
 
 from __future__ import annotations
@@ -42,9 +42,12 @@ def lower_kernel_to_loop(name: str, inputs: list[te.Tensor], outputs: list[te.Te
 
 
 def apply_schedule(module: ModuleOp, schedule: str) -> None:
-    """Apply a pipeline of loop rewrites (xweave-opt's `-p` syntax) to `module`."""
+    """Apply a pipeline of loop rewrites (xweave-opt's `-p` syntax) to `module`;
+    `"default"` applies each kernel's default schedule."""
     from xweave.passes import get_all_passes
 
+    if schedule == "default":
+        schedule = "schedule-kernels"
     if schedule.strip():
         PassPipeline.parse_spec(get_all_passes(), schedule).apply(make_context(), module)
         module.verify()
@@ -89,7 +92,7 @@ class Kernel:
 
 
 def build_kernel(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
-                 schedule: str = "") -> Kernel:
+                 schedule: str = "default") -> Kernel:
     """Compile the computation of `outputs` from `inputs` into a callable `Kernel`."""
     from xweave.lowering.loop_to_llvm import lower_module
     from xweave.runtime.jit import compile_llvm

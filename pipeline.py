@@ -31,13 +31,17 @@ def llvm_stages() -> list[Stage]:
     from xweave.lowering.graph_to_te import ConvertGraphToTePass
     from xweave.lowering.loop_to_llvm import ConvertLoopToLLVMPass
     from xweave.lowering.te_to_loop import ConvertTeToLoopPass
+    from xweave.schedules import ScheduleKernelsPass
 
     return [
         # 1. Every graph op becomes a call of a kernel written in tensor expressions.
         Stage("te", (ConvertGraphToTePass(),)),
         # 2. Tensor expressions become naive loop nests over buffers (bufferization).
         Stage("loop", (ConvertTeToLoopPass(),)),
-        # 3. Loops, buffers and scalar/vector math become the llvm dialect.
+        # 3. Each kernel is scheduled: its template's pipeline of loop rewrites
+        #    (tiling, packing, register blocking, vectorizing, parallel loops).
+        Stage("scheduled", (ScheduleKernelsPass(),)),
+        # 4. Loops, buffers and scalar/vector math become the llvm dialect.
         Stage("llvm", (ConvertLoopToLLVMPass(),)),
     ]
 

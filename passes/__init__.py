@@ -82,6 +82,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopVectorizePass
 
+    def schedule_kernels():
+        from xweave.schedules import ScheduleKernelsPass
+
+        return ScheduleKernelsPass
+
     return {
         "convert-graph-to-te": convert_graph_to_te,
         "convert-loop-to-llvm": convert_loop_to_llvm,
@@ -97,4 +102,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-split": loop_split,
         "loop-unroll": loop_unroll,
         "loop-vectorize": loop_vectorize,
+        "schedule-kernels": schedule_kernels,
     }

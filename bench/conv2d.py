@@ -1,0 +1,102 @@
+"""Conv2d layers, FP32, batch 1: xweave (default schedules) vs onnxruntime, same process.
+
+    python bench/conv2d.py --threads 1      # JSON lines, one per layer
+    python bench/conv2d.py --threads 2
+
+The twelve ResNet-18 layers of the TVM paper's Table 2 (C1-C12) and MobileNet's
+depthwise 3x3 layers (D1-D9). Each layer is one ONNX Conv node with random weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from common import emit, log, machine, median_time, set_threads
+
+# name: (H=W, in channels, out channels, kernel, stride, pad, groups)
+RESNET18 = {
+    "C1": (224, 3, 64, 7, 2, 3, 1), "C2": (56, 64, 64, 3, 1, 1, 1), "C3": (56, 64, 64, 1, 1, 0, 1),
+    "C4": (56, 64, 128, 3, 2, 1, 1), "C5": (56, 64, 128, 1, 2, 0, 1), "C6": (28, 128, 128, 3, 1, 1, 1),
+    "C7": (28, 128, 256, 3, 2, 1, 1), "C8": (28, 128, 256, 1, 2, 0, 1), "C9": (14, 256, 256, 3, 1, 1, 1),
+    "C10": (14, 256, 512, 3, 2, 1, 1), "C11": (14, 256, 512, 1, 2, 0, 1), "C12": (7, 512, 512, 3, 1, 1, 1),
+}
+DEPTHWISE = {
+    "D1": (112, 32, 32, 3, 1, 1, 32), "D2": (112, 64, 64, 3, 2, 1, 64), "D3": (56, 128, 128, 3, 1, 1, 128),
+    "D4": (56, 128, 128, 3, 2, 1, 128), "D5": (28, 256, 256, 3, 1, 1, 256), "D6": (28, 256, 256, 3, 2, 1, 256),
+    "D7": (14, 512, 512, 3, 1, 1, 512), "D8": (14, 512, 512, 3, 2, 1, 512), "D9": (7, 1024, 1024, 3, 1, 1, 1024),
+}
+LAYERS = {**RESNET18, **DEPTHWISE}
+
+
+def conv_model(size, cin, cout, k, stride, pad, groups):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weight = (rng.standard_normal((cout, cin // groups, k, k)) * 0.1).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[k, k], strides=[stride, stride],
+                            pads=[pad] * 4, group=groups)
+    graph = helper.make_graph([node], "conv",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, size, size])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--layers", help="comma-separated names (default: all)")
+    args = parser.parse_args()
+    set_threads(args.threads)
+
+    import numpy as np
+    import onnxruntime as ort
+
+    import xweave
+    from peak import peak_gflops
+
+    names = args.layers.split(",") if args.layers else list(LAYERS)
+    peak = peak_gflops(args.threads)
+    ratios = {"resnet": [], "depthwise": []}
+    for name in names:
+        size, cin, cout, k, stride, pad, groups = LAYERS[name]
+        model = conv_model(size, cin, cout, k, stride, pad, groups)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = args.threads
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(model.SerializeToString(), options)
+        x = np.random.default_rng(1).standard_normal((1, cin, size, size), dtype=np.float32)
+        (expected,) = session.run(None, {"x": x})
+        module = xweave.build(model, threads=args.threads)
+        np.testing.assert_allclose(module.run(x=x)[0], expected, rtol=1e-3, atol=1e-3)
+        out = (size + 2 * pad - k) // stride + 1
+        flops = 2.0 * out * out * cout * (cin // groups) * k * k
+        t_xw = float(np.median(module.benchmark({"x": x}, repeat=7, number=max(1, int(0.05 / 1e-3)))))
+        t_ort = median_time(lambda: session.run(None, {"x": x}))
+        record = {
+            "bench": "conv2d", "layer": name, "threads": args.threads,
+            "shape": f"{size}x{size} {cin}->{cout} k{k} s{stride} p{pad} g{groups}",
+            "xweave_ms": round(t_xw * 1e3, 3), "onnxruntime_ms": round(t_ort * 1e3, 3),
+            "xweave_gflops": round(flops / t_xw / 1e9, 1), "onnxruntime_gflops": round(flops / t_ort / 1e9, 1),
+            "ratio_vs_onnxruntime": round(t_ort / t_xw, 3),
+            "xweave_peak_fraction": round(flops / t_xw / 1e9 / peak, 3),
+            "onnxruntime_peak_fraction": round(flops / t_ort / 1e9 / peak, 3), **machine(),
+        }
+        ratios["depthwise" if groups > 1 else "resnet"].append(t_ort / t_xw)
+        emit(record)
+        log(f"{name} {record['shape']}: xweave {record['xweave_ms']} ms, onnxruntime "
+            f"{record['onnxruntime_ms']} ms, ratio {record['ratio_vs_onnxruntime']}")
+    for group, values in ratios.items():
+        if values:
+            emit({"bench": "conv2d_geomean", "group": group, "threads": args.threads,
+                  "ratio_vs_onnxruntime": round(math.exp(sum(map(math.log, values)) / len(values)), 3)})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Dense/matmul FP32: xweave (default schedule) vs numpy `@` (OpenBLAS), same process.
+
+    python bench/matmul.py --threads 1     # JSON lines, one per shape
+    python bench/matmul.py --threads 2
+
+Shapes: square N = 256, 512, 1024, 2048 and the ResNet/BERT shapes MxKxN =
+1x512x1000, 128x768x768, 128x768x3072. C = A @ B with A [M, K], B [K, N].
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from common import emit, log, machine, median_time, set_threads
+
+SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
+          (1, 512, 1000), (128, 768, 768), (128, 768, 3072)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--shapes", help="MxKxN,... (default: all)")
+    args = parser.parse_args()
+    set_threads(args.threads)
+
+    import numpy as np
+
+    from peak import peak_gflops
+    from xweave import build_kernel, te
+
+    shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
+    peak = peak_gflops(args.threads)
+    rng = np.random.default_rng(0)
+    for m, k_extent, n in shapes:
+        A = te.placeholder((m, k_extent), "float32", name="A")
+        B = te.placeholder((k_extent, n), "float32", name="B")
+        k = te.reduce_axis(k_extent, name="k")
+        C = te.compute((m, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul")
+        kernel = build_kernel("matmul", [A, B], [C], schedule="default")
+        a = rng.standard_normal((m, k_extent), dtype=np.float32)
+        b = rng.standard_normal((k_extent, n), dtype=np.float32)
+        out = np.empty((m, n), np.float32)
+        got = kernel(a, b, out=[out])
+        np.testing.assert_allclose(got, a @ b, rtol=1e-3, atol=1e-3 * np.sqrt(k_extent))
+        flops = 2.0 * m * n * k_extent
+        t_xw = median_time(lambda: kernel(a, b, out=[out]))
+        t_np = median_time(lambda: np.matmul(a, b, out=out))
+        record = {
+            "bench": "matmul", "shape": f"{m}x{k_extent}x{n}", "threads": args.threads,
+            "xweave_gflops": round(flops / t_xw / 1e9, 1), "numpy_gflops": round(flops / t_np / 1e9, 1),
+            "ratio_vs_numpy": round(t_np / t_xw, 3),
+            "xweave_peak_fraction": round(flops / t_xw / 1e9 / peak, 3),
+            "numpy_peak_fraction": round(flops / t_np / 1e9 / peak, 3),
+            "peak_gflops": round(peak, 1), **machine(),
+        }
+        emit(record)
+        log(f"matmul {record['shape']}: xweave {record['xweave_gflops']} GFLOP/s, "
+            f"numpy {record['numpy_gflops']}, ratio {record['ratio_vs_numpy']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

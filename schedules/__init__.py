@@ -1,0 +1,81 @@
+"""Schedule templates: for every kernel, a pipeline of loop rewrites and its search space.
+
+A template looks at a loop-stage kernel (its stages, loop names and extents), declares
+the knobs a tuner may vary (split factors, what to vectorize/unroll/parallelize), and
+turns a configuration of those knobs into a pipeline of loop passes — the same text
+`xweave-opt -p` takes. `default_config` is the heuristic configuration an untuned build
+uses (as TVM's fallback configurations are).
+
+The `schedule-kernels` pass applies a schedule to every kernel of a module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import PassFailedException
+
+from xweave.schedules.analysis import KernelInfo, analyse
+from xweave.schedules.templates import TEMPLATES, Template
+
+
+def template_for(info: KernelInfo) -> Template:
+    """The first template that applies to the kernel (the generic ones come last)."""
+    return next(t for t in TEMPLATES if t.applies(info))
+
+
+def default_schedule(kernel: func.FuncOp) -> list[str]:
+    """The default pipeline (one pass spec per step) for a loop-stage kernel."""
+    info = analyse(kernel)
+    template = template_for(info)
+    return template.pipeline(info, template.default_config(info))
+
+
+def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool) -> list[str]:
+    """Apply pass specs one by one; returns the steps that were applied.
+
+    With `skip_illegal`, a step the pass refuses (PassFailedException: e.g. a loop
+    whose accesses cannot be vectorized) is skipped; the passes check legality, the
+    template only proposes. Without it, the refusal propagates.
+    """
+    from xweave.context import make_context
+    from xweave.passes import get_all_passes
+
+    ctx = make_context()
+    applied = []
+    for step in steps:
+        pipeline = PassPipeline.parse_spec(get_all_passes(), step)
+        snapshot = module.clone() if skip_illegal else None
+        try:
+            pipeline.apply(ctx, module)
+        except PassFailedException:
+            if not skip_illegal:
+                raise
+            _restore(module, snapshot)
+            continue
+        applied.append(step)
+    return applied
+
+
+def _restore(module: ModuleOp, snapshot: ModuleOp) -> None:
+    for op in list(module.body.block.ops):
+        op.detach()
+        op.erase(safe_erase=False)
+    for op in list(snapshot.body.block.ops):
+        op.detach()
+        module.body.block.add_op(op)
+
+
+@dataclass(frozen=True)
+class ScheduleKernelsPass(ModulePass):
+    """Apply every kernel's default schedule (the untuned build)."""
+
+    name = "schedule-kernels"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
+            apply_steps(op, default_schedule(kernel), skip_illegal=True)

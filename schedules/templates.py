@@ -1,0 +1,272 @@
+"""The schedule templates, most specific first.
+
+* `BlockedReduction` — conv2d, dense, matmul, batch matmul: TVM's x86 strategy. The
+  output is tiled into an MR x NR register block (NR along the output's contiguous
+  axis, in 8-lane vectors); the reduction runs inside the tile with the accumulator
+  in a local buffer that LLVM keeps in registers; epilogue stages (bias, ...) are
+  inlined and computed on the tile while it is in registers; operands read with a
+  stride along the vector axis are packed into NR-wide panels; the outermost tile
+  loop runs in parallel.
+* `Injective` — elementwise/broadcast/layout kernels: producers inlined, the
+  innermost axis vectorized, the outermost parallel.
+* `Generic` — anything else (pooling, softmax pieces, ...): the outer spatial loop
+  parallel and the contiguous axis vectorized where the accesses allow.
+
+A configuration is a dict of knob values; `knobs(info)` declares the candidates a tuner
+may choose from, `default_config(info)` is the untuned choice.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from xweave.dialects import loop
+from xweave.schedules.analysis import KernelInfo, Stage
+
+VECTOR = 8  # f32 lanes of an AVX2 register
+MAX_ACCUMULATORS = 12  # ymm registers kept for accumulators (16 minus loads/broadcasts)
+
+
+def step(pass_name: str, kernel: str, **options) -> str:
+    """One pipeline step as text, e.g. `loop-split{loop="dense.j" factor=16 kernel="k"}`."""
+    parts = []
+    for key, value in {**options, "kernel": kernel}.items():
+        if isinstance(value, (list, tuple)):
+            text = ",".join(_value(v) for v in value)
+        else:
+            text = _value(value)
+        parts.append(f"{key.replace('_', '-')}={text}")
+    return f"{pass_name}{{{' '.join(parts)}}}"
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    return f'"{v}"'
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def vectorize_tile(kernel: str, names: list[str], extents: list[int]) -> list[str]:
+    """Vectorize the last loop of a tile by 8-lane vectors and unroll the rest of it,
+    so every index into a local buffer is a constant (registers, not memory)."""
+    *outer, last = names
+    *outer_extents, last_extent = extents
+    steps = []
+    if last_extent % VECTOR == 0:
+        if last_extent > VECTOR:
+            steps.append(step("loop-split", kernel, loop=last, factor=VECTOR))
+            steps.append(step("loop-vectorize", kernel, loop=f"{last}.inner"))
+            steps.append(step("loop-unroll", kernel, loop=f"{last}.outer"))
+        else:
+            steps.append(step("loop-vectorize", kernel, loop=last))
+    elif last_extent <= 16:
+        steps.append(step("loop-unroll", kernel, loop=last))
+    for name, extent in zip(reversed(outer), reversed(outer_extents)):
+        if extent <= 16:
+            steps.append(step("loop-unroll", kernel, loop=name))
+    return steps
+
+
+class Template(ABC):
+    """Turns a kernel and a configuration into a pipeline of loop rewrites."""
+
+    name: str
+
+    @abstractmethod
+    def applies(self, info: KernelInfo) -> bool: ...
+
+    @abstractmethod
+    def knobs(self, info: KernelInfo) -> dict[str, list]: ...
+
+    @abstractmethod
+    def default_config(self, info: KernelInfo) -> dict: ...
+
+    @abstractmethod
+    def pipeline(self, info: KernelInfo, config: dict) -> list[str]: ...
+
+
+def _epilogue(info: KernelInfo, anchor: Stage) -> tuple[list[Stage], Stage | None]:
+    """The injective stages after `anchor` (all but the output are inlined) and the
+    output stage if it is not the anchor."""
+    later = info.stages[info.stages.index(anchor) + 1:]
+    if anchor.is_output or not later:
+        return [], None
+    output = later[-1]
+    if any(s.is_reduction for s in later) or len(output.spatial) != len(anchor.spatial):
+        return [], None
+    return later[:-1], output
+
+
+class BlockedReduction(Template):
+    """Register-blocked reductions (conv2d, dense, matmul, batch matmul)."""
+
+    name = "blocked-reduction"
+
+    def applies(self, info: KernelInfo) -> bool:
+        anchor = info.anchor
+        if not anchor.is_reduction or len(anchor.spatial) < 2:
+            return False
+        if not anchor.is_output and _epilogue(info, anchor)[1] is None:
+            return False
+        return anchor.spatial[-1][1] % VECTOR == 0 or anchor.spatial[-1][1] >= VECTOR
+
+    def _axes(self, anchor: Stage) -> tuple[int, int]:
+        """Positions (in the spatial axes) of the register-block rows and vector axis."""
+        v = len(anchor.spatial) - 1
+        others = [d for d in range(v) if anchor.spatial[d][1] > 1]
+        u = max(others, key=lambda d: (anchor.spatial[d][1] > 1, d)) if others else v - 1
+        return u, v
+
+    def knobs(self, info: KernelInfo) -> dict[str, list]:
+        anchor = info.anchor
+        u, v = self._axes(anchor)
+        nv = [n for n in (8, 16, 24, 32) if anchor.spatial[v][1] % n == 0] or [1]
+        mu = [m for m in divisors(anchor.spatial[u][1]) if m <= 8]
+        return {"tile_rows": mu, "tile_cols": nv, "parallel": [True, False]}
+
+    def default_config(self, info: KernelInfo) -> dict:
+        knobs = self.knobs(info)
+        cols = 16 if 16 in knobs["tile_cols"] else knobs["tile_cols"][-1]
+        budget = max(1, MAX_ACCUMULATORS // max(1, cols // VECTOR))
+        rows = max(m for m in knobs["tile_rows"] if m <= budget)
+        return {"tile_rows": rows, "tile_cols": cols, "parallel": True}
+
+    def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
+        k = info.name
+        anchor = info.anchor
+        u, v = self._axes(anchor)
+        rows, cols = config["tile_rows"], config["tile_cols"]
+        inlined, output = _epilogue(info, anchor)
+        steps = [step("loop-inline", k, stage=s.name) for s in inlined]
+        # The stage whose loops carry the tiling: the output (epilogue) or the anchor.
+        tiled = output or anchor
+        names = [n for n, _ in tiled.spatial]
+        steps += [step("loop-split", k, loop=names[u], factor=rows),
+                  step("loop-split", k, loop=names[v], factor=cols)]
+        steps += self._packs(info, anchor, v, cols)
+        outer = [n for d, n in enumerate(names) if d not in (u, v)]
+        tile_outer = [f"{names[u]}.outer", f"{names[v]}.outer"]
+        tile_inner = [f"{names[u]}.inner", f"{names[v]}.inner"]
+        reduce = [n for n, _ in anchor.reduce] if output is None else []
+        steps.append(step("loop-reorder", k, order=outer + tile_outer + reduce + tile_inner))
+        at = f"{names[v]}.outer"
+        if output is None:
+            steps.append(step("loop-cache-write", k, stage=anchor.name, at=at))
+            write = [f"{anchor.name}_write.{n.split('.', 1)[1]}" for n in (names[u], names[v])]
+        else:
+            steps.append(step("loop-compute-at", k, stage=anchor.name, at=at, scope="local"))
+            a_names = [n for n, _ in anchor.spatial]
+            steps.append(step("loop-reorder", k, order=[n for n, _ in anchor.reduce]
+                              + [a_names[u], a_names[v]]))
+            write = tile_inner
+        # The register block: the reduction's innermost tile loops.
+        a_names = [n for n, _ in anchor.spatial]
+        inner = tile_inner if output is None else [a_names[u], a_names[v]]
+        steps += vectorize_tile(k, inner, [rows, cols])
+        init = [f"{anchor.name}_init.{n.split('.', 1)[1]}" for n in (a_names[u], a_names[v])]
+        steps += vectorize_tile(k, init, [rows, cols])
+        steps += vectorize_tile(k, write, [rows, cols])
+        if config["parallel"]:
+            extent = dict(tiled.spatial)
+            extent[tile_outer[0]] = -(-extent[names[u]] // rows)
+            extent[tile_outer[1]] = -(-extent[names[v]] // cols)
+            busy = [n for n in outer + tile_outer if extent[n] > 1]
+            if busy:
+                steps.append(step("loop-parallel", k, loop=busy[0]))
+        # Stages left outside the register-blocked nest (padding, ...) run in parallel too.
+        done = {anchor.name, *(s.name for s in inlined)} | ({output.name} if output else set())
+        for stage in info.stages:
+            if stage.name not in done:
+                steps += _outer_parallel_inner_vector(k, stage, {"vectorize": True, "parallel": config["parallel"]})
+        steps.append(step("loop-simplify", k))
+        return steps
+
+
+    def _packs(self, info: KernelInfo, anchor: Stage, v: int, cols: int) -> list[str]:
+        """Pack operands read with a stride along the vector axis into `cols`-wide
+        panels (dense weights [N][K] -> [N/16][K][16]), when the panel is reused by
+        enough rows to pay for the copy."""
+        vector_axis = anchor.spatial[v][0]
+        rows_total = 1
+        for name, extent in anchor.spatial[:v]:
+            rows_total *= extent
+        steps = []
+        for arg, dims in anchor.reads:
+            uses = [d for d, loops in enumerate(dims) if vector_axis in loops]
+            if len(uses) == 1 and uses[0] != len(dims) - 1 and rows_total >= 16:
+                steps.append(step("loop-pack", info.name, buffer=arg, split_dim=[uses[0]],
+                                  factor=[cols]))
+        return steps
+
+
+class Injective(Template):
+    """Elementwise, broadcast and layout kernels."""
+
+    name = "injective"
+
+    def applies(self, info: KernelInfo) -> bool:
+        return not any(s.is_reduction for s in info.stages)
+
+    def knobs(self, info: KernelInfo) -> dict[str, list]:
+        return {"vectorize": [True, False], "parallel": [True, False]}
+
+    def default_config(self, info: KernelInfo) -> dict:
+        return {"vectorize": True, "parallel": True}
+
+    def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
+        k = info.name
+        steps = [step("loop-inline", k, stage=s.name) for s in info.stages if not s.is_output]
+        for out in [s for s in info.stages if s.is_output]:
+            steps += _outer_parallel_inner_vector(k, out, config)
+        steps.append(step("loop-simplify", k))
+        return steps
+
+
+class Generic(Template):
+    """Everything else: parallel outer loop, vectorized contiguous axis where legal."""
+
+    name = "generic"
+
+    def applies(self, info: KernelInfo) -> bool:
+        return True
+
+    def knobs(self, info: KernelInfo) -> dict[str, list]:
+        return {"vectorize": [True, False], "parallel": [True, False]}
+
+    def default_config(self, info: KernelInfo) -> dict:
+        return {"vectorize": True, "parallel": True}
+
+    def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
+        k = info.name
+        steps = []
+        for stage in info.stages:
+            steps += _outer_parallel_inner_vector(k, stage, config)
+        steps.append(step("loop-simplify", k))
+        return steps
+
+
+def _outer_parallel_inner_vector(k: str, stage: Stage, config: dict) -> list[str]:
+    steps = []
+    spatial = [(n, e) for n, e in stage.spatial]
+    if not spatial:
+        return steps
+    last, extent = spatial[-1]
+    if config["vectorize"] and extent % VECTOR == 0 and not stage.is_reduction:
+        steps.append(step("loop-split", k, loop=last, factor=VECTOR))
+        steps.append(step("loop-vectorize", k, loop=f"{last}.inner"))
+    if config["parallel"]:
+        candidates = [n for n, e in spatial if e > 1]
+        if candidates and candidates[0] != last:
+            steps.append(step("loop-parallel", k, loop=candidates[0]))
+        elif candidates:
+            steps.append(step("loop-parallel", k, loop=f"{last}.outer" if config["vectorize"]
+                              and extent % VECTOR == 0 and not stage.is_reduction else last))
+    return steps
+
+
+TEMPLATES: list[Template] = [BlockedReduction(), Injective(), Generic()]
