@@ -45,7 +45,8 @@ def _numpy_dtype(element_type) -> str:
     if isinstance(element_type, Float64Type):
         return "float64"
     if isinstance(element_type, IntegerType):
-        return f"int{element_type.width.data}"
+        width = element_type.width.data
+        return "bool" if width == 1 else f"int{width}"
     raise ModelError(f"unsupported element type {element_type}")
 
 

@@ -31,6 +31,8 @@ def template_for(info: KernelInfo) -> Template:
 def default_schedule(kernel: func.FuncOp) -> list[str]:
     """The default pipeline (one pass spec per step) for a loop-stage kernel."""
     info = analyse(kernel)
+    if not info.stages:  # e.g. a rank-0 copy: nothing to schedule
+        return []
     template = template_for(info)
     return template.pipeline(info, template.default_config(info))
 
