@@ -49,10 +49,10 @@ from xweave.dialects import te as te_dialect
 
 __all__ = [
     "Expr", "ReduceAxis", "Tensor", "Var",
-    "abs", "all", "any", "cast", "compute", "const", "create_kernel", "erf", "exp",
-    "if_then_else", "log", "max", "max_reduce", "min", "min_reduce", "placeholder",
-    "pow", "prod", "reduce_axis", "reduce_max", "reduce_min", "sigmoid", "sqrt", "sum",
-    "tanh",
+    "abs", "all", "any", "cast", "ceil", "compute", "const", "cos", "create_kernel", "erf",
+    "exp", "floor", "if_then_else", "log", "log1p", "max", "max_reduce", "min", "min_reduce",
+    "placeholder", "pow", "prod", "reduce_axis", "reduce_max", "reduce_min", "round",
+    "sigmoid", "sin", "sqrt", "sum", "tanh",
 ]
 
 _builtin_max, _builtin_min, _builtin_all = max, min, all  # shadowed below, as in TVM
@@ -174,7 +174,7 @@ class Logical(Expr):
 
 @dataclass(eq=False)
 class Unary(Expr):
-    """`fn(arg)` for fn in neg exp log tanh sqrt abs erf."""
+    """`fn(arg)` for fn in neg exp log tanh sqrt abs erf floor ceil round sin cos log1p."""
 
     fn: str
     arg: Expr
@@ -376,6 +376,11 @@ def log(x) -> Expr:
     return _unary("log", x)
 
 
+def log1p(x) -> Expr:
+    """log(1 + x), accurate for small x."""
+    return _unary("log1p", x)
+
+
 def tanh(x) -> Expr:
     """The hyperbolic tangent."""
     return _unary("tanh", x)
@@ -389,6 +394,31 @@ def sqrt(x) -> Expr:
 def erf(x) -> Expr:
     """The error function."""
     return _unary("erf", x)
+
+
+def floor(x) -> Expr:
+    """Round toward -inf."""
+    return _unary("floor", x)
+
+
+def ceil(x) -> Expr:
+    """Round toward +inf."""
+    return _unary("ceil", x)
+
+
+def round(x) -> Expr:  # noqa: A001
+    """Round to the nearest integer, halves to even (IEEE roundeven, ONNX Round)."""
+    return _unary("round", x)
+
+
+def sin(x) -> Expr:
+    """The sine."""
+    return _unary("sin", x)
+
+
+def cos(x) -> Expr:
+    """The cosine."""
+    return _unary("cos", x)
 
 
 def abs(x) -> Expr:  # noqa: A001
@@ -619,7 +649,9 @@ _INT_BINARY = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp,
                "max": arith.MaxSIOp, "min": arith.MinSIOp}
 _FLOAT_UNARY = {"neg": arith.NegfOp, "exp": math.ExpOp, "log": math.LogOp,
                 "tanh": math.TanhOp, "sqrt": math.SqrtOp, "abs": math.AbsFOp,
-                "erf": math.ErfOp}
+                "erf": math.ErfOp, "floor": math.FloorOp, "ceil": math.CeilOp,
+                "round": math.RoundEvenOp, "log1p": math.Log1pOp, "sin": math.SinOp,
+                "cos": math.CosOp}
 
 
 class _BodyBuilder:

@@ -19,6 +19,11 @@ written in the attribute dictionary:
 Weights are `dense_resource` blobs kept in the builtin dialect's resource store and
 printed in the module's `{-# dialect_resources: {builtin: {...}} #-}` section, so the
 text form round-trips on its own (`ConstantOp.from_array`, `constant_value`).
+
+Data is float32; a few ops also carry other element types: comparisons produce `i1`
+tensors, which `graph.where`, `graph.not`/`and`/`or`/`xor` consume; `graph.gather`
+takes integer indices; `graph.cast` converts between element types. Every other op has
+one element type for its operands and results.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     Signedness,
+    StringAttr,
     TensorType,
     f16,
     f32,
@@ -67,6 +73,7 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
@@ -190,6 +197,41 @@ def matmul_output_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] |
     return (*batch, a[-2], b[-1])
 
 
+def reduce_output_shape(
+    shape: Sequence[int], axes: Sequence[int], keepdims: bool
+) -> tuple[int, ...]:
+    """Shape after reducing `axes` (non-negative) of `shape`."""
+    if keepdims:
+        return tuple(1 if d in axes else e for d, e in enumerate(shape))
+    return tuple(e for d, e in enumerate(shape) if d not in axes)
+
+
+def conv_transpose2d_output_shape(
+    input_shape: Sequence[int],
+    weight_shape: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    output_padding: Sequence[int],
+    groups: int,
+) -> tuple[int, ...]:
+    """[N, O, OH, OW] of a transposed convolution (weight [C, O/groups, KH, KW])."""
+    n, _, h, w = input_shape
+    _, og, kh, kw = weight_shape
+    sizes = []
+    for i, (size, k) in enumerate(((h, kh), (w, kw))):
+        sizes.append(strides[i] * (size - 1) + output_padding[i] + dilations[i] * (k - 1) + 1
+                     - pads[i] - pads[i + 2])
+    return (n, og * groups, *sizes)
+
+
+def gather_output_shape(
+    data: Sequence[int], indices: Sequence[int], axis: int
+) -> tuple[int, ...]:
+    """numpy.take's result shape."""
+    return (*data[:axis], *indices, *data[axis + 1 :])
+
+
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
@@ -202,6 +244,12 @@ def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
 
 def _tensor(element_type: Attribute, shape: Sequence[int]) -> TensorType:
     return TensorType(element_type, [int(d) for d in shape])
+
+
+def _element(value: SSAValue) -> Attribute:
+    typ = value.type
+    assert isinstance(typ, TensorType)
+    return typ.element_type
 
 
 # --------------------------------------------------------------------------------------
@@ -362,7 +410,8 @@ def constant_value(op: ConstantOp) -> np.ndarray:
 
 
 class GraphOperation(IRDLOperation, abc.ABC):
-    """Base of every graph op: static tensor shapes, one element type throughout."""
+    """Base of every graph op: static tensor shapes, one element type throughout (ops
+    with other rules override `verify_element_types`)."""
 
     pattern_kind = pattern_kind_def(PatternKind.OPAQUE)
 
@@ -374,14 +423,32 @@ class GraphOperation(IRDLOperation, abc.ABC):
         for typ in types:  # all TensorType, by the operand/result constraints
             if any(d < 0 for d in typ.get_shape()):  # pyright: ignore[reportAttributeAccessIssue]
                 raise self._fail(f"expected a static shape but got {typ}")
-        elements = {t.element_type for t in types}  # pyright: ignore[reportAttributeAccessIssue]
+        self.verify_element_types()
+        self.verify_shapes()
+
+    def verify_element_types(self) -> None:
+        """Element type rules; by default one element type for operands and results."""
+        self._expect_one_element_type([*self.operands, *self.results])
+
+    def _expect_one_element_type(self, values: Sequence[SSAValue]) -> None:
+        elements = {_element(v) for v in values}
         if len(elements) > 1:
             names = ", ".join(sorted(str(e) for e in elements))
             raise self._fail(f"expected one element type but got {names}")
-        self.verify_shapes()
+
+    def _expect_element(self, what: str, value: SSAValue, allowed: str) -> None:
+        """`allowed`: "float", "integer" (i8..i64, not i1) or "bool" (i1)."""
+        element = _element(value)
+        ok = {
+            "float": isinstance(element, Float16Type | Float32Type | Float64Type),
+            "integer": isinstance(element, IntegerType) and element.width.data > 1,
+            "bool": element == i1,
+        }[allowed]
+        if not ok:
+            raise self._fail(f"expected {what} of {allowed} elements but got {value.type}")
 
     def verify_shapes(self) -> None:
-        """Op-specific checks; shapes are static and element types agree."""
+        """Op-specific checks; shapes are static and element types follow the op's rule."""
 
     def _fail(self, message: str) -> VerifyException:
         return VerifyException(f"{self.name}: {message}")
@@ -960,6 +1027,841 @@ class TransposeOp(GraphOperation):
         self._expect_result_shape([a[p] for p in perm])
 
 
+# --------------------------------------------------------------------------------------
+# More elementwise ops: math, activations with parameters, logic, comparisons
+# --------------------------------------------------------------------------------------
+
+
+def _f64(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f64)
+
+
+def _f64_prop():
+    return prop_def(FloatAttr.constr(base(Float64Type)))
+
+
+class _FloatUnaryOperation(UnaryOperation, abc.ABC):
+    """A unary op on floats, with float parameters (properties) given as keywords."""
+
+    def __init__(self, input: SSAValue, **params: float | str):
+        props: dict[str, Attribute] = {
+            k: StringAttr(v) if isinstance(v, str) else _f64(v) for k, v in params.items()
+        }
+        IRDLOperation.__init__(self, operands=[input], result_types=[input.type], properties=props)
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "float")
+
+
+@irdl_op_definition
+class LogOp(_FloatUnaryOperation):
+    """The natural logarithm."""
+
+    name = "graph.log"
+
+
+@irdl_op_definition
+class ErfOp(_FloatUnaryOperation):
+    """The error function."""
+
+    name = "graph.erf"
+
+
+@irdl_op_definition
+class ReciprocalOp(_FloatUnaryOperation):
+    """1 / x."""
+
+    name = "graph.reciprocal"
+
+
+@irdl_op_definition
+class SoftplusOp(_FloatUnaryOperation):
+    """log(1 + exp(x)), computed as max(x, 0) + log(1 + exp(-|x|)) (never overflows)."""
+
+    name = "graph.softplus"
+
+
+@irdl_op_definition
+class SoftsignOp(_FloatUnaryOperation):
+    """x / (1 + |x|)."""
+
+    name = "graph.softsign"
+
+
+@irdl_op_definition
+class SignOp(_FloatUnaryOperation):
+    """-1, 0 or 1 after the sign of x."""
+
+    name = "graph.sign"
+
+
+@irdl_op_definition
+class FloorOp(_FloatUnaryOperation):
+    """Round toward -inf."""
+
+    name = "graph.floor"
+
+
+@irdl_op_definition
+class CeilOp(_FloatUnaryOperation):
+    """Round toward +inf."""
+
+    name = "graph.ceil"
+
+
+@irdl_op_definition
+class RoundOp(_FloatUnaryOperation):
+    """Round half to even (ONNX Round)."""
+
+    name = "graph.round"
+
+
+@irdl_op_definition
+class SinOp(_FloatUnaryOperation):
+    """sin(x)."""
+
+    name = "graph.sin"
+
+
+@irdl_op_definition
+class CosOp(_FloatUnaryOperation):
+    """cos(x)."""
+
+    name = "graph.cos"
+
+
+@irdl_op_definition
+class HardSwishOp(_FloatUnaryOperation):
+    """x * max(0, min(1, x / 6 + 1/2))."""
+
+    name = "graph.hard_swish"
+
+
+@irdl_op_definition
+class LeakyReluOp(_FloatUnaryOperation):
+    """x if x >= 0 else alpha * x."""
+
+    name = "graph.leaky_relu"
+
+    alpha = _f64_prop()
+
+    def __init__(self, input: SSAValue, alpha: float = 0.01):
+        super().__init__(input, alpha=alpha)
+
+
+@irdl_op_definition
+class EluOp(_FloatUnaryOperation):
+    """x if x > 0 else alpha * (exp(x) - 1)."""
+
+    name = "graph.elu"
+
+    alpha = _f64_prop()
+
+    def __init__(self, input: SSAValue, alpha: float = 1.0):
+        super().__init__(input, alpha=alpha)
+
+
+@irdl_op_definition
+class SeluOp(_FloatUnaryOperation):
+    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
+
+    name = "graph.selu"
+
+    alpha = _f64_prop()
+    gamma = _f64_prop()
+
+    def __init__(self, input: SSAValue, alpha: float = 1.67326319217681884765625,
+                 gamma: float = 1.05070102214813232421875):
+        super().__init__(input, alpha=alpha, gamma=gamma)
+
+
+@irdl_op_definition
+class HardSigmoidOp(_FloatUnaryOperation):
+    """max(0, min(1, alpha * x + beta))."""
+
+    name = "graph.hard_sigmoid"
+
+    alpha = _f64_prop()
+    beta = _f64_prop()
+
+    def __init__(self, input: SSAValue, alpha: float = 0.2, beta: float = 0.5):
+        super().__init__(input, alpha=alpha, beta=beta)
+
+
+@irdl_op_definition
+class ShrinkOp(_FloatUnaryOperation):
+    """x - bias if x > lambd, x + bias if x < -lambd, else 0."""
+
+    name = "graph.shrink"
+
+    lambd = _f64_prop()
+    bias = _f64_prop()
+
+    def __init__(self, input: SSAValue, lambd: float = 0.5, bias: float = 0.0):
+        super().__init__(input, lambd=lambd, bias=bias)
+
+
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+@irdl_op_definition
+class GeluOp(_FloatUnaryOperation):
+    """x * Phi(x), Phi by erf (approximate = "none") or by tanh (approximate = "tanh")."""
+
+    name = "graph.gelu"
+
+    approximate = prop_def(StringAttr)
+
+    def __init__(self, input: SSAValue, approximate: str = "none"):
+        super().__init__(input, approximate=approximate)
+
+    def verify_shapes(self) -> None:
+        super().verify_shapes()
+        if self.approximate.data not in GELU_APPROXIMATIONS:
+            raise self._fail(
+                f"approximate must be one of {list(GELU_APPROXIMATIONS)} but got "
+                f"'{self.approximate.data}'"
+            )
+
+
+@irdl_op_definition
+class PreluOp(BinaryOperation):
+    """lhs if lhs >= 0 else rhs * lhs (rhs: the slope, broadcast to lhs)."""
+
+    name = "graph.prelu"
+
+    def verify_shapes(self) -> None:
+        super().verify_shapes()
+        if _shape(self.result) != _shape(self.lhs):
+            raise self._fail(
+                f"slope shape {list(_shape(self.rhs))} must broadcast to the input shape "
+                f"{list(_shape(self.lhs))}"
+            )
+
+
+@irdl_op_definition
+class NotOp(UnaryOperation):
+    """Logical negation of i1 tensors."""
+
+    name = "graph.not"
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "bool")
+
+
+class _LogicalOperation(BinaryOperation, abc.ABC):
+    """Elementwise logic on i1 tensors, with broadcasting."""
+
+    def verify_shapes(self) -> None:
+        self._expect_element("lhs", self.lhs, "bool")
+        super().verify_shapes()
+
+
+@irdl_op_definition
+class AndOp(_LogicalOperation):
+    """lhs and rhs."""
+
+    name = "graph.and"
+
+
+@irdl_op_definition
+class OrOp(_LogicalOperation):
+    """lhs or rhs."""
+
+    name = "graph.or"
+
+
+@irdl_op_definition
+class XorOp(_LogicalOperation):
+    """lhs xor rhs."""
+
+    name = "graph.xor"
+
+
+class CompareOperation(BinaryOperation, abc.ABC):
+    """Elementwise comparison with broadcasting: operands of one type, an i1 result."""
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            shape = broadcast_shape(_shape(lhs), _shape(rhs))
+            assert shape is not None, f"{self.name}: operand shapes do not broadcast"
+            result_type = _tensor(i1, shape)
+        super().__init__(lhs, rhs, result_type)
+
+    def verify_element_types(self) -> None:
+        self._expect_one_element_type([self.lhs, self.rhs])
+        self._expect_element("result", self.result, "bool")
+
+
+@irdl_op_definition
+class EqualOp(CompareOperation):
+    """lhs == rhs."""
+
+    name = "graph.equal"
+
+
+@irdl_op_definition
+class LessOp(CompareOperation):
+    """lhs < rhs."""
+
+    name = "graph.less"
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOperation):
+    """lhs <= rhs."""
+
+    name = "graph.less_equal"
+
+
+@irdl_op_definition
+class GreaterOp(CompareOperation):
+    """lhs > rhs."""
+
+    name = "graph.greater"
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOperation):
+    """lhs >= rhs."""
+
+    name = "graph.greater_equal"
+
+
+@irdl_op_definition
+class WhereOp(GraphOperation):
+    """cond ? lhs : rhs elementwise, the three operands broadcast together."""
+
+    name = "graph.where"
+    pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
+
+    cond = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = (
+        "$cond `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue):
+        shape = broadcast_shape(_shape(cond), _shape(lhs), _shape(rhs))
+        assert shape is not None, "graph.where: operand shapes do not broadcast"
+        super().__init__(
+            operands=[cond, lhs, rhs], result_types=[_tensor(_element(lhs), shape)]
+        )
+
+    def verify_element_types(self) -> None:
+        self._expect_element("cond", self.cond, "bool")
+        self._expect_one_element_type([self.lhs, self.rhs, self.result])
+
+    def verify_shapes(self) -> None:
+        shapes = [_shape(v) for v in (self.cond, self.lhs, self.rhs)]
+        expected = broadcast_shape(*shapes)
+        if expected is None:
+            raise self._fail(f"operand shapes {[list(s) for s in shapes]} are not broadcast-compatible")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class CastOp(GraphOperation):
+    """Elementwise conversion to the result's element type (floats truncate to ints,
+    non-zero is true)."""
+
+    name = "graph.cast"
+    pattern_kind = pattern_kind_def(PatternKind.ELEMWISE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, element_type: Attribute):
+        super().__init__(operands=[input], result_types=[_tensor(element_type, _shape(input))])
+
+    def verify_element_types(self) -> None:
+        pass
+
+    def verify_shapes(self) -> None:
+        self._expect_result_shape(_shape(self.input))
+
+
+# --------------------------------------------------------------------------------------
+# Normalization, softmax, reductions
+# --------------------------------------------------------------------------------------
+
+
+def _check_axis(op: GraphOperation, axis: int, rank: int) -> None:
+    if not 0 <= axis < rank:
+        raise op._fail(f"axis {axis} is out of range for rank {rank}")
+
+
+class _SoftmaxOperation(GraphOperation, abc.ABC):
+    """Along one axis; the result type equals the operand type."""
+
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    assembly_format = "$input attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue, axis: int):
+        super().__init__(
+            operands=[input], result_types=[input.type], properties={"axis": IntegerAttr(axis, i64)}
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "float")
+        _check_axis(self, self.axis.value.data, len(_shape(self.input)))
+
+
+@irdl_op_definition
+class SoftmaxOp(_SoftmaxOperation):
+    """exp(x - max) / sum(exp(x - max)) along `axis` (numerically stable)."""
+
+    name = "graph.softmax"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(_SoftmaxOperation):
+    """x - max - log(sum(exp(x - max))) along `axis` (numerically stable)."""
+
+    name = "graph.log_softmax"
+
+
+REDUCE_KINDS = ("sum", "mean", "max", "min", "prod")
+
+
+@irdl_op_definition
+class ReduceOp(GraphOperation):
+    """Reduce `axes` (sorted, non-negative) by `kind`; `keepdims` keeps them as 1s."""
+
+    name = "graph.reduce"
+    pattern_kind = pattern_kind_def(PatternKind.REDUCTION)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    kind = prop_def(StringAttr)
+    axes = prop_def(DenseArrayBase.constr(i64))
+    keepdims = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, kind: str, axes: Sequence[int], keepdims: bool):
+        axes = sorted(int(a) for a in axes)
+        shape = reduce_output_shape(_shape(input), axes, keepdims)
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), shape)],
+            properties={
+                "kind": StringAttr(kind),
+                "axes": _i64_array(axes),
+                "keepdims": IntegerAttr(int(keepdims), i1),
+            },
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "float")
+        if self.kind.data not in REDUCE_KINDS:
+            raise self._fail(f"kind must be one of {list(REDUCE_KINDS)} but got '{self.kind.data}'")
+        rank, axes = len(_shape(self.input)), list(self.axes.get_values())
+        if not axes:
+            raise self._fail("expected at least one axis")
+        if axes != sorted(set(axes)) or axes[0] < 0 or axes[-1] >= rank:
+            raise self._fail(f"axes {axes} must be sorted, unique and within rank {rank}")
+        keep = bool(self.keepdims.value.data)
+        self._expect_result_shape(reduce_output_shape(_shape(self.input), axes, keep))
+
+
+@irdl_op_definition
+class BatchNormOp(GraphOperation):
+    """Inference batch normalization over axis 1 (channels):
+    (x - mean) / sqrt(variance + epsilon) * scale + bias, parameters of shape [C]."""
+
+    name = "graph.batch_norm"
+    pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
+
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    variance = operand_def(TensorType)
+    result = result_def(TensorType)
+    epsilon = _f64_prop()
+
+    assembly_format = (
+        "$input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(self, input, scale, bias, mean, variance, epsilon: float = 1e-5):
+        super().__init__(
+            operands=[input, scale, bias, mean, variance],
+            result_types=[input.type],
+            properties={"epsilon": _f64(epsilon)},
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "float")
+        shape = _shape(self.input)
+        if len(shape) < 2:
+            raise self._fail(f"expected input of rank >= 2 but got {self.input.type}")
+        for what in ("scale", "bias", "mean", "variance"):
+            got = _shape(getattr(self, what))
+            if got != (shape[1],):
+                raise self._fail(f"expected {what} shape [{shape[1]}] but got {list(got)}")
+        self._expect_result_shape(shape)
+
+
+@irdl_op_definition
+class LayerNormOp(GraphOperation):
+    """Normalize over the dimensions from `axis` on (mean 0, variance 1, with epsilon),
+    then * scale (+ bias); scale and bias broadcast against the input."""
+
+    name = "graph.layer_norm"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    epsilon = _f64_prop()
+
+    assembly_format = (
+        "$input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, input, scale, bias=None, *, axis: int = -1, epsilon: float = 1e-5):
+        super().__init__(
+            operands=[input, scale, [] if bias is None else [bias]],
+            result_types=[input.type],
+            properties={"axis": IntegerAttr(axis, i64), "epsilon": _f64(epsilon)},
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "float")
+        shape = _shape(self.input)
+        _check_axis(self, self.axis.value.data, len(shape))
+        for what in ("scale", "bias"):
+            value = getattr(self, what)
+            if value is not None and broadcast_shape(_shape(value), shape) != shape:
+                raise self._fail(
+                    f"{what} shape {list(_shape(value))} does not broadcast to {list(shape)}"
+                )
+        self._expect_result_shape(shape)
+
+
+@irdl_op_definition
+class LrnOp(GraphOperation):
+    """Local response normalization across channels (axis 1), as ONNX LRN:
+    x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels) ^ beta."""
+
+    name = "graph.lrn"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    size = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    alpha = _f64_prop()
+    beta = _f64_prop()
+    bias = _f64_prop()
+
+    assembly_format = "$input attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 bias: float = 1.0):
+        super().__init__(
+            operands=[input],
+            result_types=[input.type],
+            properties={"size": IntegerAttr(size, i64), "alpha": _f64(alpha),
+                        "beta": _f64(beta), "bias": _f64(bias)},
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "float")
+        if len(_shape(self.input)) < 2:
+            raise self._fail(f"expected input of rank >= 2 but got {self.input.type}")
+        if self.size.value.data < 1:
+            raise self._fail(f"expected size >= 1 but got {self.size.value.data}")
+
+
+@irdl_op_definition
+class ConvTranspose2dOp(_WeightedOp):
+    """2-D transposed convolution, NCHW data, weights [C, O/groups, KH, KW], bias [O]."""
+
+    name = "graph.conv_transpose2d"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    strides = prop_def(DenseArrayBase.constr(i64))
+    pads = prop_def(DenseArrayBase.constr(i64))
+    dilations = prop_def(DenseArrayBase.constr(i64))
+    output_padding = prop_def(DenseArrayBase.constr(i64))
+    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        output_padding: Sequence[int] = (0, 0),
+        groups: int = 1,
+    ):
+        shape = conv_transpose2d_output_shape(
+            _shape(input), _shape(weight), strides, pads, dilations, output_padding, groups
+        )
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]],
+            result_types=[_tensor(_element(input), shape)],
+            properties={
+                "strides": _i64_array(strides),
+                "pads": _i64_array(pads),
+                "dilations": _i64_array(dilations),
+                "output_padding": _i64_array(output_padding),
+                "groups": IntegerAttr(groups, i64),
+            },
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 4)
+        self._expect_rank("weight", self.weight, 4)
+        strides, pads = self.strides.get_values(), self.pads.get_values()
+        dilations, output_padding = self.dilations.get_values(), self.output_padding.get_values()
+        groups = self.groups.value.data
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        self._expect_len("output_padding", output_padding, 2, 0)
+        if groups < 1:
+            raise self._fail(f"expected groups >= 1 but got {groups}")
+        channels, weight_channels = _shape(self.input)[1], _shape(self.weight)[0]
+        if channels != weight_channels:
+            raise self._fail(f"input has {channels} channels but weight has {weight_channels}")
+        if channels % groups:
+            raise self._fail(f"{channels} input channels are not divisible by {groups} groups")
+        out_channels = _shape(self.weight)[1] * groups
+        if self.bias is not None and _shape(self.bias) != (out_channels,):
+            raise self._fail(f"expected bias shape [{out_channels}] but got {list(_shape(self.bias))}")
+        expected = conv_transpose2d_output_shape(
+            _shape(self.input), _shape(self.weight), strides, pads, dilations, output_padding,
+            groups,
+        )
+        if min(expected) < 1:
+            raise self._fail(f"output shape would be {list(expected)}")
+        self._expect_result_shape(expected)
+
+
+# --------------------------------------------------------------------------------------
+# Data movement
+# --------------------------------------------------------------------------------------
+
+
+class _ReshapeLikeOperation(GraphOperation, abc.ABC):
+    """One input, one result whose shape follows from the properties."""
+
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+
+@irdl_op_definition
+class ConcatOp(GraphOperation):
+    """Join tensors along `axis` (every other dimension equal)."""
+
+    name = "graph.concat"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        shape = list(_shape(inputs[0]))
+        shape[axis] = sum(_shape(v)[axis] for v in inputs)
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[_tensor(_element(inputs[0]), shape)],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_shapes(self) -> None:
+        if not self.inputs:
+            raise self._fail("expected at least one input")
+        shapes = [_shape(v) for v in self.inputs]
+        rank, axis = len(shapes[0]), self.axis.value.data
+        _check_axis(self, axis, rank)
+        for s in shapes:
+            if len(s) != rank or any(a != b for d, (a, b) in enumerate(zip(s, shapes[0])) if d != axis):
+                raise self._fail(
+                    f"input shapes {[list(s) for s in shapes]} differ outside axis {axis}"
+                )
+        expected = list(shapes[0])
+        expected[axis] = sum(s[axis] for s in shapes)
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class SliceOp(_ReshapeLikeOperation):
+    """result[i] = input[starts + i * steps] in every dimension (steps may be negative);
+    the result type gives the extents."""
+
+    name = "graph.slice"
+
+    starts = prop_def(DenseArrayBase.constr(i64))
+    steps = prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(self, input: SSAValue, starts: Sequence[int], steps: Sequence[int],
+                 sizes: Sequence[int]):
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), sizes)],
+            properties={"starts": _i64_array(starts), "steps": _i64_array(steps)},
+        )
+
+    def verify_shapes(self) -> None:
+        shape, sizes = _shape(self.input), _shape(self.result)
+        starts, steps = self.starts.get_values(), self.steps.get_values()
+        if not len(starts) == len(steps) == len(sizes) == len(shape):
+            raise self._fail(
+                f"expected {len(shape)} starts, steps and result dimensions but got "
+                f"{list(starts)}, {list(steps)} and {list(sizes)}"
+            )
+        for d, (extent, start, step, size) in enumerate(zip(shape, starts, steps, sizes)):
+            if step == 0:
+                raise self._fail(f"step of dimension {d} is 0")
+            last = start + (size - 1) * step
+            if size > 0 and not (0 <= start < extent and 0 <= last < extent):
+                raise self._fail(
+                    f"dimension {d}: {size} elements from {start} by {step} leave [0, {extent})"
+                )
+
+
+PAD_MODES = ("constant", "reflect", "edge")
+
+
+@irdl_op_definition
+class PadOp(_ReshapeLikeOperation):
+    """Pad every dimension by pads [begin..., end...] (non-negative): with `value`
+    (mode constant), mirrored without the edge (reflect) or repeating the edge (edge)."""
+
+    name = "graph.pad"
+
+    pads = prop_def(DenseArrayBase.constr(i64))
+    mode = prop_def(StringAttr)
+    value = _f64_prop()
+
+    def __init__(self, input: SSAValue, pads: Sequence[int], mode: str = "constant",
+                 value: float = 0.0):
+        shape = _shape(input)
+        rank = len(shape)
+        out = [e + pads[d] + pads[d + rank] for d, e in enumerate(shape)]
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), out)],
+            properties={"pads": _i64_array(pads), "mode": StringAttr(mode), "value": _f64(value)},
+        )
+
+    def verify_shapes(self) -> None:
+        shape = _shape(self.input)
+        rank, pads = len(shape), self.pads.get_values()
+        self._expect_len("pads", pads, 2 * rank, 0)
+        mode = self.mode.data
+        if mode not in PAD_MODES:
+            raise self._fail(f"mode must be one of {list(PAD_MODES)} but got '{mode}'")
+        if mode == "reflect":
+            for d, e in enumerate(shape):
+                if max(pads[d], pads[d + rank]) >= e:
+                    raise self._fail(
+                        f"reflect pads {list(pads)} must be smaller than the dimensions {list(shape)}"
+                    )
+        self._expect_result_shape([e + pads[d] + pads[d + rank] for d, e in enumerate(shape)])
+
+
+@irdl_op_definition
+class TileOp(_ReshapeLikeOperation):
+    """Repeat the input `repeats[d]` times along every dimension d."""
+
+    name = "graph.tile"
+
+    repeats = prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(self, input: SSAValue, repeats: Sequence[int]):
+        shape = [e * r for e, r in zip(_shape(input), repeats)]
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), shape)],
+            properties={"repeats": _i64_array(repeats)},
+        )
+
+    def verify_shapes(self) -> None:
+        shape = _shape(self.input)
+        repeats = self.repeats.get_values()
+        self._expect_len("repeats", repeats, len(shape), 1)
+        self._expect_result_shape([e * r for e, r in zip(shape, repeats)])
+
+
+@irdl_op_definition
+class BroadcastToOp(_ReshapeLikeOperation):
+    """numpy.broadcast_to the result type's shape."""
+
+    name = "graph.broadcast_to"
+    pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(operands=[input], result_types=[_tensor(_element(input), shape)])
+
+    def verify_shapes(self) -> None:
+        a, b = _shape(self.input), _shape(self.result)
+        if broadcast_shape(a, b) != b:
+            raise self._fail(f"cannot broadcast {list(a)} to {list(b)}")
+
+
+@irdl_op_definition
+class GatherOp(GraphOperation):
+    """numpy.take(input, indices, axis): indices (integers) may be negative, counting
+    from the end; out-of-range indices are clamped."""
+
+    name = "graph.gather"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    assembly_format = "$input `,` $indices attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue, indices: SSAValue, axis: int):
+        shape = gather_output_shape(_shape(input), _shape(indices), axis)
+        super().__init__(
+            operands=[input, indices],
+            result_types=[_tensor(_element(input), shape)],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_element_types(self) -> None:
+        self._expect_one_element_type([self.input, self.result])
+        self._expect_element("indices", self.indices, "integer")
+
+    def verify_shapes(self) -> None:
+        shape, axis = _shape(self.input), self.axis.value.data
+        _check_axis(self, axis, len(shape))
+        self._expect_result_shape(gather_output_shape(shape, _shape(self.indices), axis))
+
+
 Graph = Dialect(
     "graph",
     [
@@ -988,6 +1890,49 @@ Graph = Dialect(
         GlobalMaxPool2dOp,
         ReshapeOp,
         TransposeOp,
+        LogOp,
+        ErfOp,
+        ReciprocalOp,
+        SoftplusOp,
+        SoftsignOp,
+        SignOp,
+        FloorOp,
+        CeilOp,
+        RoundOp,
+        SinOp,
+        CosOp,
+        HardSwishOp,
+        LeakyReluOp,
+        EluOp,
+        SeluOp,
+        HardSigmoidOp,
+        ShrinkOp,
+        GeluOp,
+        PreluOp,
+        NotOp,
+        AndOp,
+        OrOp,
+        XorOp,
+        EqualOp,
+        LessOp,
+        LessEqualOp,
+        GreaterOp,
+        GreaterEqualOp,
+        WhereOp,
+        CastOp,
+        SoftmaxOp,
+        LogSoftmaxOp,
+        ReduceOp,
+        BatchNormOp,
+        LayerNormOp,
+        LrnOp,
+        ConvTranspose2dOp,
+        ConcatOp,
+        SliceOp,
+        PadOp,
+        TileOp,
+        BroadcastToOp,
+        GatherOp,
     ],
     [],
 )

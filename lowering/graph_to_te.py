@@ -1,6 +1,6 @@
 """convert-graph-to-te: every graph op becomes a call of a tensor-expression kernel.
 
-Kernels are defined by the operator library (`xweave.operators.nn`) with the TE
+Kernels are defined by the operator library (`xweave.operators`) with the TE
 builder. Ops with equal type, attributes and operand types share one kernel.
 `graph.constant` stays in `@main`: constants are bufferized by `convert-te-to-loop`.
 """
@@ -14,9 +14,14 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
+    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Operation
@@ -25,7 +30,7 @@ from xdsl.rewriter import Rewriter
 
 from xweave import te
 from xweave.errors import XweaveError
-from xweave.operators import nn
+from xweave.operators import nn, transform
 
 
 def _python_value(attr: Attribute):
@@ -35,6 +40,8 @@ def _python_value(attr: Attribute):
         return int(attr.value.data)
     if isinstance(attr, FloatAttr):
         return float(attr.value.data)
+    if isinstance(attr, StringAttr):
+        return attr.data
     return attr
 
 
@@ -69,8 +76,41 @@ def _avg_pool(op, args):
                          bool(p["count_include_pad"]))
 
 
+def _conv_transpose(op, args):
+    p = _props(op)
+    bias = args[2] if len(args) > 2 else None
+    return nn.conv_transpose2d(args[0], args[1], bias, _out_shape(op), p["strides"], p["pads"],
+                               p["dilations"], p["groups"])
+
+
+def _reduce(op, args):
+    p = _props(op)
+    return nn.reduce(args[0], p["kind"], p["axes"], bool(p["keepdims"]), _out_shape(op))
+
+
+def _layer_norm(op, args):
+    p = _props(op)
+    return nn.layer_norm(args[0], args[1], args[2] if len(args) > 2 else None, p["axis"],
+                         p["epsilon"])
+
+
+def _lrn(op, args):
+    p = _props(op)
+    return nn.lrn(args[0], p["size"], p["alpha"], p["beta"], p["bias"])
+
+
+def _pad(op, args):
+    p = _props(op)
+    return transform.pad(args[0], p["pads"], p["mode"], p["value"])
+
+
+def _cast(op, args):
+    return nn.cast(args[0], _dtype(op.results[0].type))
+
+
 BUILDERS: dict[str, Builder] = {
     "graph.conv2d": _conv2d,
+    "graph.conv_transpose2d": _conv_transpose,
     "graph.dense": lambda op, a: nn.dense(a[0], a[1], a[2] if len(a) > 2 else None),
     "graph.matmul": lambda op, a: nn.matmul(a[0], a[1], _out_shape(op)),
     "graph.clip": lambda op, a: nn.clip(a[0], _props(op)["min"], _props(op)["max"]),
@@ -80,6 +120,21 @@ BUILDERS: dict[str, Builder] = {
     "graph.global_max_pool2d": lambda op, a: nn.global_pool(a[0], "max"),
     "graph.reshape": lambda op, a: nn.reshape(a[0], _out_shape(op)),
     "graph.transpose": lambda op, a: nn.transpose(a[0], _props(op)["perm"]),
+    "graph.where": lambda op, a: nn.where(a[0], a[1], a[2], _out_shape(op)),
+    "graph.cast": _cast,
+    "graph.softmax": lambda op, a: nn.softmax(a[0], _props(op)["axis"]),
+    "graph.log_softmax": lambda op, a: nn.log_softmax(a[0], _props(op)["axis"]),
+    "graph.reduce": _reduce,
+    "graph.batch_norm": lambda op, a: nn.batch_norm(*a, _props(op)["epsilon"]),
+    "graph.layer_norm": _layer_norm,
+    "graph.lrn": _lrn,
+    "graph.concat": lambda op, a: nn.concat(a, _props(op)["axis"], _out_shape(op)),
+    "graph.slice": lambda op, a: transform.slice(a[0], _props(op)["starts"],
+                                                 _props(op)["steps"], _out_shape(op)),
+    "graph.pad": _pad,
+    "graph.tile": lambda op, a: nn.tile(a[0], _props(op)["repeats"]),
+    "graph.broadcast_to": lambda op, a: nn.broadcast_to(a[0], _out_shape(op)),
+    "graph.gather": lambda op, a: nn.gather(a[0], a[1], _props(op)["axis"], _out_shape(op)),
 }
 for _name, _fn in nn.BINARY.items():
     BUILDERS[f"graph.{_name}"] = (
@@ -87,10 +142,21 @@ for _name, _fn in nn.BINARY.items():
     )(_fn, _name)
 for _name, _fn in nn.UNARY.items():
     BUILDERS[f"graph.{_name}"] = (lambda fn, name: lambda op, a: nn.unary(a[0], fn, name))(_fn, _name)
+for _name, _make in nn.PARAMETRIC_UNARY.items():
+    BUILDERS[f"graph.{_name}"] = (
+        lambda make, name: lambda op, a: nn.unary(a[0], make(**_props(op)), name)
+    )(_make, _name)
 
 
 def _dtype(tensor_type: TensorType) -> str:
-    return {"f32": "float32", "f64": "float64"}.get(str(tensor_type.get_element_type()), "float32")
+    """The te dtype of a tensor type's elements."""
+    element = tensor_type.get_element_type()
+    if isinstance(element, Float16Type | Float32Type | Float64Type):
+        return f"float{element.bitwidth}"
+    if isinstance(element, IntegerType):
+        width = element.width.data
+        return "bool" if width == 1 else f"int{width}"
+    raise XweaveError(f"convert-graph-to-te: unsupported element type {element}")
 
 
 @dataclass

@@ -3,6 +3,11 @@
 These are the same tensor expressions a user writes for a custom operator (there is
 one way to define compute); `convert-graph-to-te` calls them with placeholders shaped
 like a graph op's operands. Layouts are NCHW for data and OIHW for conv weights.
+
+This module holds convolutions, pools and dense/matmul; the other themes live next to
+it and are re-exported here (`nn.<name>` is the library's one namespace):
+`elementwise` (math, activations, logic, comparisons, where, cast), `reduce`
+(reductions, softmax, normalizations) and `transform` (data movement).
 """
 
 from __future__ import annotations
@@ -10,58 +15,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xweave import te
+from xweave.operators.elementwise import (  # noqa: F401  (the library's names, kept here)
+    BINARY,
+    PARAMETRIC_UNARY,
+    UNARY,
+    broadcast_binary,
+    cast,
+    clip,
+    unary,
+    where,
+)
+from xweave.operators.elementwise import broadcast_index as _broadcast_index
+from xweave.operators.reduce import (  # noqa: F401
+    batch_norm,
+    layer_norm,
+    log_softmax,
+    lrn,
+    reduce,
+    softmax,
+)
+from xweave.operators.transform import (  # noqa: F401
+    broadcast_to,
+    concat,
+    gather,
+    reshape,
+    tile,
+    transpose,
+)
 
 NEG_INF = float("-inf")
-
-
-# --- elementwise and broadcast -----------------------------------------------------
-
-
-def _broadcast_index(tensor: te.Tensor, out_shape: Sequence[int], idx) -> list:
-    """Index `tensor` (numpy-broadcast to `out_shape`) at output index `idx`."""
-    offset = len(out_shape) - len(tensor.shape)
-    return [0 if extent == 1 and out_shape[offset + d] != 1 else idx[offset + d]
-            for d, extent in enumerate(tensor.shape)]
-
-
-def broadcast_binary(a: te.Tensor, b: te.Tensor, out_shape: Sequence[int], fn, name: str):
-    """`fn(a, b)` elementwise with numpy broadcasting."""
-    return te.compute(
-        tuple(out_shape),
-        lambda *i: fn(a[_broadcast_index(a, out_shape, i)], b[_broadcast_index(b, out_shape, i)]),
-        name=name,
-    )
-
-
-BINARY = {
-    "add": lambda x, y: x + y,
-    "sub": lambda x, y: x - y,
-    "mul": lambda x, y: x * y,
-    "div": lambda x, y: x / y,
-    "max": lambda x, y: te.max(x, y),
-    "min": lambda x, y: te.min(x, y),
-    "pow": lambda x, y: te.pow(x, y),
-}
-
-UNARY = {
-    "relu": lambda x: te.max(x, 0.0),
-    "sigmoid": lambda x: te.sigmoid(x),
-    "tanh": lambda x: te.tanh(x),
-    "exp": lambda x: te.exp(x),
-    "neg": lambda x: -x,
-    "sqrt": lambda x: te.sqrt(x),
-    "abs": lambda x: te.abs(x),
-}
-
-
-def unary(x: te.Tensor, fn, name: str):
-    """`fn(x)` elementwise."""
-    return te.compute(x.shape, lambda *i: fn(x[i]), name=name)
-
-
-def clip(x: te.Tensor, lo: float, hi: float):
-    """Clamp every element into [lo, hi]."""
-    return te.compute(x.shape, lambda *i: te.min(te.max(x[i], lo), hi), name="clip")
 
 
 # --- dense / matmul ------------------------------------------------------------------
@@ -141,6 +123,39 @@ def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape
                       name="bias_add")
 
 
+def conv_transpose2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
+                     strides, pads, dilations, groups: int):
+    """2-D transposed convolution (the gradient of conv2d with respect to its input).
+
+    NCHW data, weights [C, O/groups, KH, KW]. Output pixel y gathers input pixel
+    (y + pad - ky * dilation) / stride wherever that is a whole in-range index.
+    """
+    _, channels, h, w = data.shape
+    _, group_out, kh, kw = weight.shape
+    group_in = channels // groups
+    sh, sw = strides
+    dh, dw = dilations
+    rc = te.reduce_axis(group_in, name="rc")
+    ry = te.reduce_axis(kh, name="ry")
+    rx = te.reduce_axis(kw, name="rx")
+
+    def body(n, o, y, x):
+        ty = y + pads[0] - ry * dh
+        tx = x + pads[1] - rx * dw
+        iy, ix = ty // sh, tx // sw
+        inside = te.all(ty >= 0, tx >= 0, ty % sh == 0, tx % sw == 0, iy < h, ix < w)
+        c = rc if groups == 1 else (o // group_out) * group_in + rc
+        oc = o if groups == 1 else o % group_out
+        value = te.if_then_else(inside, data[n, c, iy, ix] * weight[c, oc, ry, rx], 0.0)
+        return te.sum(value, axis=[rc, ry, rx])
+
+    out = te.compute(tuple(out_shape), body, name="conv_transpose2d")
+    if bias is None:
+        return out
+    return te.compute(tuple(out_shape), lambda n, o, y, x: out[n, o, y, x] + bias[o],
+                      name="bias_add")
+
+
 # --- pooling -------------------------------------------------------------------------
 
 
@@ -209,31 +224,3 @@ def global_pool(x: te.Tensor, kind: str):
                        name="global_sum")
     return te.compute((n, c, 1, 1), lambda *i: total[i] * (1.0 / (h * w)),
                       name="global_avg_pool2d")
-
-
-# --- data movement -------------------------------------------------------------------
-
-
-def reshape(x: te.Tensor, out_shape: Sequence[int]):
-    """Same elements in row-major order, new shape."""
-    in_shape = x.shape
-
-    def body(*idx):
-        flat = 0
-        for i, extent in zip(idx, out_shape):
-            flat = flat * extent + i
-        src = []
-        for extent in reversed(in_shape):
-            src.append(flat % extent)
-            flat = flat // extent
-        return x[tuple(reversed(src))]
-
-    return te.compute(tuple(out_shape), body, name="reshape")
-
-
-def transpose(x: te.Tensor, perm: Sequence[int]):
-    """Permute dimensions: out[i0, i1, ...] = x[i_inv(0), ...]."""
-    out_shape = tuple(x.shape[p] for p in perm)
-    inverse = [perm.index(d) for d in range(len(perm))]
-    return te.compute(out_shape, lambda *i: x[tuple(i[inverse[d]] for d in range(len(perm)))],
-                      name="transpose")

@@ -1,6 +1,9 @@
 """ONNX frontend: models built with onnx.helper, imported, interpreted at the graph
 stage and compared with onnxruntime; plus the errors users see."""
 
+import os
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -321,30 +324,33 @@ def test_load_from_path(tmp_path):
 def test_unsupported_ops_are_listed_together_with_node_names():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
-        helper.make_node("LSTM", ["a", "w", "r"], ["b"], name="lstm_1"),
-        helper.make_node("Softsign", ["a"], ["c"], name="soft_a"),
-        helper.make_node("Softsign", ["c"], ["d"]),  # unnamed
+        helper.make_node("LSTM", ["a2", "w", "r"], ["b"], name="lstm_1"),
+        helper.make_node("Hardmax", ["a"], ["c"], name="hard_a"),
+        helper.make_node("Hardmax", ["c"], ["d"]),  # unnamed
         helper.make_node("MaxPool", ["d"], ["e", "idx"], name="pool_with_indices", kernel_shape=[2, 2]),
+        helper.make_node("Mul", ["b", "e"], ["y"], name="mul"),
+        helper.make_node("LSTM", ["a2", "w", "r"], ["dead"], name="unused_lstm"),
     ]  # fmt: skip
-    model = make_model(nodes, {"x": [1, 2, 4, 4]}, ["e"], {"w": rand(1, 4, 4), "r": rand(1, 4, 1)})
+    model = make_model(nodes, {"x": [1, 2, 4, 4], "a2": [1, 1, 4]}, ["y", "idx"],
+                       {"w": rand(1, 4, 4), "r": rand(1, 4, 1)})
     with pytest.raises(UnsupportedOpsError) as info:
         load_onnx(model)
     message = str(info.value)
-    assert "LSTM (nodes: lstm_1)" in message
-    assert "Softsign (nodes: soft_a, #3 (-> d))" in message
+    assert "LSTM (nodes: lstm_1, unused_lstm)" in message
+    assert "Hardmax (nodes: hard_a, #3 (-> d))" in message
     assert "MaxPool with the Indices output (nodes: pool_with_indices)" in message
     assert "ok" not in message.replace("nodes", "")
-    assert set(info.value.ops) == {"LSTM", "Softsign", "MaxPool with the Indices output"}
+    assert set(info.value.ops) == {"LSTM", "Hardmax", "MaxPool with the Indices output"}
 
 
 def test_unsupported_attribute_values_and_domains():
     nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], name="conv1d"),
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv3d"),
         helper.make_node("FusedConv", ["c"], ["y"], name="fused", domain="com.microsoft"),
     ]
-    model = make_model(nodes, {"x": [1, 2, 8]}, ["y"], {"w": rand(3, 2, 3)})
+    model = make_model(nodes, {"x": [1, 2, 8, 8, 8]}, ["y"], {"w": rand(3, 2, 3, 3, 3)})
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    with pytest.raises(UnsupportedOpsError, match=r"Conv with 1-D convolution \(only 2-D\) \(nodes: conv1d\); com\.microsoft\.FusedConv \(nodes: fused\)"):
+    with pytest.raises(UnsupportedOpsError, match=r"Conv with 3-D convolution \(only 1-D and 2-D\) \(nodes: conv3d\); com\.microsoft\.FusedConv \(nodes: fused\)"):
         load_onnx(model)
 
 
@@ -371,11 +377,21 @@ def test_unbound_symbolic_dimension_names_the_tensor():
 
 
 def test_non_float_inputs_are_rejected():
-    inputs = [helper.make_tensor_value_info("x", TensorProto.INT64, [3])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])]
     g = helper.make_graph([helper.make_node("Abs", ["x"], ["y"], name="abs")], "g", inputs,
-                          [helper.make_tensor_value_info("y", TensorProto.INT64, [3])])  # fmt: skip
+                          [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])])  # fmt: skip
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    with pytest.raises(ModelError, match="input 'x' has element type INT64"):
+    with pytest.raises(ModelError, match="input 'x' has element type DOUBLE"):
+        load_onnx(model)
+
+
+def test_int64_inputs_are_indices_not_data():
+    """int64 inputs may index (Gather) but arithmetic beyond add/sub/mul is unsupported."""
+    inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])]
+    g = helper.make_graph([helper.make_node("Abs", ["ids"], ["y"], name="abs")], "g", inputs,
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 3])])  # fmt: skip
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    with pytest.raises(UnsupportedOpsError, match=r"Abs with int64 data \('ids'\) \(nodes: abs\)"):
         load_onnx(model)
 
 
@@ -385,3 +401,239 @@ def test_graph_constants_use_onnx_names():
     module = load_onnx(model)
     (const,) = [op for op in module.walk() if isinstance(op, graph.ConstantOp)]
     assert const.value.resource_handle.data.startswith("conv1_weight_")
+
+
+# --------------------------------------------------------------------------------------
+# Import-time evaluation of shape computations
+# --------------------------------------------------------------------------------------
+
+
+def _int_constants(module):
+    return [op for op in module.walk() if isinstance(op, graph.ConstantOp)
+            and "f32" not in str(op.result.type)]
+
+
+def test_shape_chains_constant_of_shape_and_casts_are_evaluated_at_import():
+    """What exported PyTorch models do with a dynamic-looking batch: all folded."""
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], name="n", axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="n1"),
+        helper.make_node("Concat", ["n1", "minus1"], ["flat_shape"], name="flat_shape", axis=0),
+        helper.make_node("Reshape", ["x", "flat_shape"], ["flat"], name="flatten"),
+        helper.make_node("Shape", ["flat"], ["flat_dims"], name="flat_dims", start=1),
+        helper.make_node("ConstantOfShape", ["flat_dims"], ["ones"], name="ones",
+                         value=numpy_helper.from_array(np.array([1.5], np.float32))),
+        helper.make_node("Size", ["x"], ["size"], name="size"),
+        helper.make_node("Cast", ["size"], ["size_f"], name="size_f", to=TensorProto.FLOAT),
+        helper.make_node("Div", ["ones", "size_f"], ["scale"], name="scale"),
+        helper.make_node("Mul", ["flat", "scale"], ["y"], name="mul"),
+    ]
+    model = make_model(nodes, {"x": ["batch", 3, 2]}, ["y"],
+                       {"zero": np.array(0, np.int64), "axes0": i64(0), "minus1": i64(-1)},
+                       opset=15)  # Shape's start attribute
+    module = check(model, {"x": rand(4, 3, 2)}, input_shapes={"x": (4, 3, 2)})
+    assert ops_of(module) == ["graph.reshape", "graph.constant", "graph.mul"]
+    assert not _int_constants(module)
+
+
+def test_constant_subgraphs_fold_through_the_reference_implementation():
+    """Any default-domain op whose inputs are all constants is evaluated (here Range,
+    Equal, Where, Cos: not convertible themselves on run-time data)."""
+    nodes = [
+        helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+        helper.make_node("Cast", ["r"], ["rf"], name="rf", to=TensorProto.FLOAT),
+        helper.make_node("Equal", ["r", "two"], ["is_two"], name="eq"),
+        helper.make_node("Where", ["is_two", "rf", "ten"], ["w"], name="where"),
+        helper.make_node("Cos", ["w"], ["c"], name="cos"),
+        helper.make_node("Add", ["x", "c"], ["y"], name="add"),
+    ]
+    inits = {"start": np.array(0, np.int64), "limit": np.array(4, np.int64),
+             "delta": np.array(1, np.int64), "two": np.array(2, np.int64),
+             "ten": np.array(10.0, np.float32)}
+    module = check(make_model(nodes, {"x": [3, 4]}, ["y"], inits), {"x": rand(3, 4)})
+    assert ops_of(module) == ["graph.constant", "graph.add"]
+
+
+def test_shape_depending_on_run_time_data_names_the_tensor():
+    nodes = [
+        helper.make_node("Cast", ["s"], ["si"], name="to_int", to=TensorProto.INT64),
+        helper.make_node("Reshape", ["x", "si"], ["y"], name="dyn_reshape"),
+    ]
+    model = make_model(nodes, {"x": [2, 3], "s": [2]}, ["y"])
+    with pytest.raises(ModelError, match=r"shape of tensor 'y' \(output of Reshape 'dyn_reshape'\) "
+                                         r"cannot be inferred statically: its input 'si' is "
+                                         r"computed at run time"):
+        load_onnx(model)
+
+
+def test_run_time_integer_and_bool_data():
+    """Bool tensors from comparisons feed Where; int64 tensors index Gather; integer
+    arithmetic beyond add/sub/mul on run-time data is reported with the node."""
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["pos"], name="pos"),
+        helper.make_node("Not", ["pos"], ["neg"], name="neg"),
+        helper.make_node("Where", ["neg", "x", "table_row"], ["w"], name="where"),
+        helper.make_node("Abs", ["x"], ["a"], name="abs"),
+        helper.make_node("Cast", ["a"], ["idx"], name="idx", to=TensorProto.INT64),
+        helper.make_node("Gather", ["table", "idx"], ["g"], name="lookup", axis=0),
+        helper.make_node("ReduceSum", ["g", "last"], ["gs"], name="gs", keepdims=0),
+        helper.make_node("Add", ["w", "gs"], ["y"], name="add"),
+    ]
+    inits = {"zero": np.float32(0), "table": rand(3, 4), "table_row": rand(4),
+             "last": np.array([-1], np.int64)}
+    x = np.array([[0.5, -1.2, 2.9, -0.1], [1.7, 0.2, -2.5, 0.0]], np.float32)
+    module = check(make_model(nodes, {"x": [2, 4]}, ["y"], inits), {"x": x})
+    assert {"graph.greater", "graph.not", "graph.where", "graph.cast", "graph.gather"} <= set(ops_of(module))
+
+    nodes = [helper.make_node("Cast", ["x"], ["i"], name="to_int", to=TensorProto.INT64),
+             helper.make_node("Div", ["i", "i"], ["q"], name="int_div"),
+             helper.make_node("Cast", ["q"], ["y"], name="to_float", to=TensorProto.FLOAT)]
+    with pytest.raises(UnsupportedOpsError, match=r"Div with int64 data \('i'\) \(nodes: int_div\)"):
+        load_onnx(make_model(nodes, {"x": [2]}, ["y"]))
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13, 18, 21])
+def test_attribute_and_input_forms_across_opsets(opset):
+    """Slice, Split, Squeeze/Unsqueeze, Reduce*, Pad: axes/sizes as attributes or inputs."""
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    inits = {}
+
+    def axes_node(op, x, out, axes, input_from, **kw):
+        if opset >= input_from:
+            inits[f"{out}_axes"] = i64(*axes)
+            return helper.make_node(op, [x, f"{out}_axes"], [out], name=out, **kw)
+        return helper.make_node(op, [x], [out], name=out, axes=axes, **kw)
+
+    if opset >= 10:
+        inits.update({"st": i64(1, 0), "en": i64(3, -1), "ax": i64(1, 2), "sp": i64(1, 2)})
+        slice_node = helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["sl"], name="sl")
+    else:
+        slice_node = helper.make_node("Slice", ["x"], ["sl"], name="sl", starts=[1, 0],
+                                      ends=[3, -1], axes=[1, 2])
+    if opset >= 18:
+        split_node = helper.make_node("Split", ["sl"], ["p0", "p1"], name="split", axis=2,
+                                      num_outputs=2)
+    elif opset >= 13:
+        inits["split"] = i64(1, 1) if opset >= 10 else None
+        split_node = helper.make_node("Split", ["sl", "split"], ["p0", "p1"], name="split", axis=2)
+    else:
+        split_node = helper.make_node("Split", ["sl"], ["p0", "p1"], name="split", axis=2,
+                                      split=[1, 1] if opset >= 10 else [2, 2])
+    if opset >= 11:
+        inits["pads"] = i64(0, 1, 0, 0, 0, 1) if opset < 18 else i64(1, 1)
+        pad_inputs = ["m", "pads", "pv"] + (["pad_axes"] if opset >= 18 else [])
+        inits["pv"] = np.float32(0.5)
+        if opset >= 18:
+            inits["pad_axes"] = i64(-2)
+        pad_node = helper.make_node("Pad", pad_inputs, ["padded"], name="pad")
+    else:
+        pad_node = helper.make_node("Pad", ["m"], ["padded"], name="pad",
+                                    pads=[0, 1, 0, 0, 0, 1], value=0.5)
+    nodes = [
+        slice_node, split_node,
+        helper.make_node("Add", ["p0", "p1"], ["s"], name="add"),
+        axes_node("Unsqueeze", "s", "u", [0], 13),
+        axes_node("Squeeze", "u", "q", [0], 13),
+        axes_node("ReduceMean", "q", "m", [-1], 18, keepdims=1),
+        pad_node,
+        axes_node("ReduceSum", "padded", "y", [0, 1], 13, keepdims=0),
+    ]
+    model = make_model(nodes, {"x": [2, 4, 4 if opset >= 10 else 5]}, ["y"],
+                       {k: v for k, v in inits.items() if v is not None}, opset=opset)
+    check(model, {"x": rand(2, 4, 4 if opset >= 10 else 5)})
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_softmax_axis_semantics_before_and_after_opset_13(opset):
+    """Before opset 13, Softmax normalizes the 2-D coercion [prod(:axis), prod(axis:)]."""
+    nodes = [helper.make_node("Softmax", ["x"], ["s"], name="softmax", axis=1),
+             helper.make_node("LogSoftmax", ["x"], ["l"], name="log_softmax", axis=1)]
+    check(make_model(nodes, {"x": [2, 3, 4]}, ["s", "l"], opset=opset), {"x": rand(2, 3, 4) * 4})
+
+
+def test_legacy_broadcast_of_opset_6():
+    nodes = [helper.make_node("Add", ["x", "b"], ["y"], name="add", broadcast=1, axis=1),
+             helper.make_node("Mul", ["y", "k"], ["z"], name="mul", broadcast=1)]
+    model = make_model(nodes, {"x": [2, 3, 4, 5]}, ["z"], {"b": rand(3, 4), "k": rand(5)}, opset=6)
+    b, k = (numpy_helper.to_array(t) for t in model.graph.initializer)
+    x = rand(2, 3, 4, 5)
+    expected = (x + b.reshape(3, 4, 1)) * k  # b aligned at axis 1, k at the end
+    np.testing.assert_allclose(interpret(load_onnx(model), [x])[0], expected, rtol=1e-6)
+
+
+def test_normalizations_and_lrn_stay_graph_ops():
+    nodes = [
+        helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["bn"], name="bn"),
+        helper.make_node("LRN", ["bn"], ["lrn"], name="lrn", size=3),
+        helper.make_node("InstanceNormalization", ["lrn", "s", "b"], ["inorm"], name="in"),
+        helper.make_node("LayerNormalization", ["inorm", "ls"], ["y"], name="ln", axis=-2),
+    ]
+    inits = {"s": rand(3), "b": rand(3), "m": rand(3), "v": np.abs(rand(3)) + 0.5,
+             "ls": rand(4, 5)}
+    module = check(make_model(nodes, {"x": [2, 3, 4, 5]}, ["y"], inits, opset=17),
+                   {"x": rand(2, 3, 4, 5)})
+    assert [op for op in ops_of(module) if op != "graph.constant"] == [
+        "graph.batch_norm", "graph.lrn", "graph.layer_norm", "graph.layer_norm"]
+
+
+def test_gather_with_constant_indices_becomes_a_slice_when_it_can():
+    nodes = [
+        helper.make_node("Gather", ["x", "one"], ["row"], name="scalar", axis=0),
+        helper.make_node("Gather", ["x", "evens"], ["cols"], name="strided", axis=1),
+        helper.make_node("Gather", ["x", "perm"], ["rows"], name="permuted", axis=0),
+    ]
+    inits = {"one": np.array(1, np.int64), "evens": np.array([0, 2], np.int64),
+             "perm": np.array([[2, 0], [1, -1]], np.int64)}
+    module = check(make_model(nodes, {"x": [3, 4]}, ["row", "cols", "rows"], inits),
+                   {"x": rand(3, 4)})
+    assert ops_of(module).count("graph.slice") == 2 and ops_of(module).count("graph.gather") == 1
+
+
+def test_three_d_convolution_and_pooling_are_unsupported():
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], name="pool3d", kernel_shape=[2, 2, 2]),
+             helper.make_node("Relu", ["p"], ["y"], name="relu")]
+    with pytest.raises(UnsupportedOpsError, match=r"MaxPool with 3-D pooling \(only 1-D and 2-D\) \(nodes: pool3d\)"):
+        load_onnx(make_model(nodes, {"x": [1, 2, 4, 4, 4]}, ["y"]))
+
+
+def test_empty_tensors_are_reported_with_the_node():
+    nodes = [helper.make_node("Slice", ["x", "s", "e"], ["y"], name="empty_slice")]
+    model = make_model(nodes, {"x": [4]}, ["y"],
+                       {"s": np.array([3], np.int64), "e": np.array([1], np.int64)})
+    with pytest.raises(UnsupportedOpsError, match=r"Slice with an empty result .*\(nodes: empty_slice\)"):
+        load_onnx(model)
+
+
+# --------------------------------------------------------------------------------------
+# Classic CNNs: the "light" models shipped with onnx (weights from ConstantOfShape)
+# --------------------------------------------------------------------------------------
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+LIGHT_MODELS = {
+    # model: graph ops it must import to (besides constants), weights folded at import
+    "squeezenet": {"conv2d", "relu", "max_pool2d", "concat", "global_avg_pool2d", "softmax"},
+    "shufflenet": {"conv2d", "batch_norm", "relu", "transpose", "reshape", "avg_pool2d", "add"},
+    "resnet50": {"conv2d", "batch_norm", "relu", "max_pool2d", "add", "avg_pool2d", "dense"},
+    "inception_v1": {"conv2d", "lrn", "max_pool2d", "concat", "avg_pool2d", "dense", "softmax"},
+    "inception_v2": {"conv2d", "batch_norm", "mul", "add", "concat", "avg_pool2d", "dense"},
+    "densenet121": {"conv2d", "batch_norm", "concat", "avg_pool2d", "global_avg_pool2d"},
+    # AlexNet, ZFNet and VGG-19 fold hundreds of MB of fully connected weights (slow).
+    "bvlc_alexnet": {"conv2d", "lrn", "max_pool2d", "dense", "softmax"},
+    "zfnet512": {"conv2d", "lrn", "max_pool2d", "dense", "softmax"},
+    "vgg19": {"conv2d", "relu", "max_pool2d", "dense", "softmax"},
+}
+SLOW_LIGHT_MODELS = {"bvlc_alexnet", "zfnet512", "vgg19"}
+
+
+@pytest.mark.parametrize("name", sorted(LIGHT_MODELS))
+def test_classic_cnn_light_models_import(name):
+    if name in SLOW_LIGHT_MODELS and not os.environ.get("XWEAVE_SLOW_TESTS"):
+        pytest.skip("folds hundreds of MB of weights; set XWEAVE_SLOW_TESTS=1")
+    module = load_onnx(LIGHT / f"light_{name}.onnx")
+    ops = {op.removeprefix("graph.") for op in ops_of(module)}
+    assert LIGHT_MODELS[name] <= ops
+    assert not _int_constants(module)
+    (main,) = [op for op in module.body.block.ops]
+    assert str(main.function_type).startswith("(tensor<1x3x224x224xf32>) -> tensor<1x1000")

@@ -228,6 +228,27 @@ def test_pattern_kinds():
     assert op.pattern_kind is PatternKind.ELEMWISE  # also on instances
 
 
+def test_pattern_kinds_of_the_onnx_frontend_ops():
+    """Elementwise math is ELEMWISE, comparisons/where/batch_norm BROADCAST, data movement
+    INJECTIVE, reduce REDUCTION; softmax, layer_norm, LRN and conv_transpose2d end in an
+    elementwise stage that can absorb what follows (OUT_ELEMWISE_FUSABLE)."""
+    kinds = {
+        PatternKind.ELEMWISE: [graph.LogOp, graph.ErfOp, graph.GeluOp, graph.LeakyReluOp,
+                               graph.HardSwishOp, graph.ShrinkOp, graph.NotOp, graph.CastOp],
+        PatternKind.BROADCAST: [graph.PreluOp, graph.LessOp, graph.EqualOp, graph.AndOp,
+                                graph.WhereOp, graph.BatchNormOp, graph.BroadcastToOp],
+        PatternKind.INJECTIVE: [graph.ConcatOp, graph.SliceOp, graph.PadOp, graph.TileOp,
+                                graph.GatherOp],
+        PatternKind.REDUCTION: [graph.ReduceOp],
+        PatternKind.OUT_ELEMWISE_FUSABLE: [graph.SoftmaxOp, graph.LogSoftmaxOp,
+                                           graph.LayerNormOp, graph.LrnOp,
+                                           graph.ConvTranspose2dOp],
+    }
+    for kind, classes in kinds.items():
+        for cls in classes:
+            assert cls.pattern_kind is kind, cls
+
+
 def test_verifier_messages_name_op_and_shapes():
     def body(emit, x):
         w = emit(ConstantOp.from_array("w", rand(4, 3, 3, 3)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math as pymath
 from collections.abc import Callable
 
 import numpy as np
@@ -130,8 +131,244 @@ def avg_pool2d(x, kernel, strides, pads, ceil_mode, count_include_pad) -> np.nda
     return sums / counts
 
 
+# --------------------------------------------------------------------------------------
+# Activations, math, logic, comparisons
+# --------------------------------------------------------------------------------------
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(pymath.erf, otypes=[np.float64])(x)
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    x = x.astype(np.float64)
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf(x / np.sqrt(2)))
+
+
+def _elu(x: np.ndarray, alpha: float) -> np.ndarray:
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+def _f(op: Operation, prop: str) -> float:
+    return op.properties[prop].value.data  # pyright: ignore[reportAttributeAccessIssue]
+
+
+UNARY_FUNCTIONS: dict[type[Operation], Callable[[Operation, np.ndarray], np.ndarray]] = {
+    graph.LogOp: lambda op, x: np.log(x),
+    graph.ErfOp: lambda op, x: _erf(x),
+    graph.ReciprocalOp: lambda op, x: 1 / x,
+    graph.SoftplusOp: lambda op, x: _softplus(x),
+    graph.SoftsignOp: lambda op, x: x / (1 + np.abs(x)),
+    graph.SignOp: lambda op, x: np.sign(x),
+    graph.FloorOp: lambda op, x: np.floor(x),
+    graph.CeilOp: lambda op, x: np.ceil(x),
+    graph.RoundOp: lambda op, x: np.rint(x),
+    graph.SinOp: lambda op, x: np.sin(x),
+    graph.CosOp: lambda op, x: np.cos(x),
+    graph.HardSwishOp: lambda op, x: x * np.clip(x / 6 + 0.5, 0, 1),
+    graph.LeakyReluOp: lambda op, x: np.where(x >= 0, x, _f(op, "alpha") * x),
+    graph.EluOp: lambda op, x: _elu(x, _f(op, "alpha")),
+    graph.SeluOp: lambda op, x: _f(op, "gamma") * _elu(x, _f(op, "alpha")),
+    graph.HardSigmoidOp: lambda op, x: np.clip(_f(op, "alpha") * x + _f(op, "beta"), 0, 1),
+    graph.GeluOp: lambda op, x: _gelu(x, op.approximate.data),  # pyright: ignore
+    graph.ShrinkOp: lambda op, x: np.where(
+        x > _f(op, "lambd"), x - _f(op, "bias"),
+        np.where(x < -_f(op, "lambd"), x + _f(op, "bias"), 0)),
+    graph.NotOp: lambda op, x: np.logical_not(x),
+}
+
+BINARY_FUNCTIONS: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    graph.PreluOp: lambda x, s: np.where(x >= 0, x, s * x),
+    graph.AndOp: np.logical_and,
+    graph.OrOp: np.logical_or,
+    graph.XorOp: np.logical_xor,
+    graph.EqualOp: np.equal,
+    graph.LessOp: np.less,
+    graph.LessEqualOp: np.less_equal,
+    graph.GreaterOp: np.greater,
+    graph.GreaterEqualOp: np.greater_equal,
+}
+
+
+def softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def layer_norm(x, scale, bias, axis: int, epsilon: float) -> np.ndarray:
+    axes = tuple(range(axis, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(var + epsilon) * scale
+    return y if bias is None else y + bias
+
+
+def lrn(x: np.ndarray, size: int, alpha: float, beta: float, bias: float) -> np.ndarray:
+    channels = x.shape[1]
+    before = (size - 1) // 2
+    after = size - 1 - before
+    squares = np.pad(x.astype(np.float64) ** 2,
+                     [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2))
+    window = sum(squares[:, i : i + channels] for i in range(size))
+    return x / (bias + alpha / size * window) ** beta
+
+
+def conv_transpose2d(x, w, b, strides, pads, dilations, output_padding, groups) -> np.ndarray:
+    """Scatter-add of every input pixel's weighted kernel, then crop the pads."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilations
+    full_h = sh * (h - 1) + output_padding[0] + dh * (kh - 1) + 1
+    full_w = sw * (wd - 1) + output_padding[1] + dw * (kw - 1) + 1
+    out = np.zeros((n, og * groups, full_h, full_w), dtype=np.float64)
+    cg = c // groups
+    for g in range(groups):
+        xg = x[:, g * cg : (g + 1) * cg].astype(np.float64)
+        wg = w[g * cg : (g + 1) * cg].astype(np.float64)  # cg, og, kh, kw
+        for ky in range(kh):
+            for kx in range(kw):
+                contrib = np.einsum("nchw,co->nohw", xg, wg[:, :, ky, kx])
+                y0, x0 = ky * dh, kx * dw
+                out[:, g * og : (g + 1) * og,
+                    y0 : y0 + sh * (h - 1) + 1 : sh, x0 : x0 + sw * (wd - 1) + 1 : sw] += contrib
+    out = out[:, :, pads[0] : full_h - pads[2], pads[1] : full_w - pads[3]]
+    if b is not None:
+        out = out + b.reshape(1, -1, 1, 1)
+    return out
+
+
+def pad(x: np.ndarray, pads, mode: str, value: float) -> np.ndarray:
+    rank = x.ndim
+    widths = [(pads[d], pads[d + rank]) for d in range(rank)]
+    if mode == "constant":
+        return np.pad(x, widths, mode="constant", constant_values=value)
+    return np.pad(x, widths, mode=mode)
+
+
+def gather(x: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
+    extent = x.shape[axis]
+    indices = np.where(indices < 0, indices + extent, indices)
+    return np.take(x, np.clip(indices, 0, extent - 1), axis=axis)
+
+
+_REDUCERS = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
+
+
+class _MoreGraphFunctions(InterpreterFunctions):
+    """numpy implementations of the graph ops beyond the first set (a base of
+    `GraphFunctions`, where `register_impls` finds them)."""
+
+    def _unary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return _elementwise(op, lambda x: UNARY_FUNCTIONS[type(op)](op, x), args[0])
+
+    def _binary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return _elementwise(op, BINARY_FUNCTIONS[type(op)], *args)
+
+    @impl(graph.WhereOp)
+    def run_where(self, interpreter: Interpreter, op: graph.WhereOp, args: PythonValues):
+        return _result(op, np.where(*args))
+
+    @impl(graph.CastOp)
+    def run_cast(self, interpreter: Interpreter, op: graph.CastOp, args: PythonValues):
+        target = numpy_dtype(op.result.type.element_type)  # pyright: ignore
+        with np.errstate(all="ignore"):
+            return _result(op, np.asarray(args[0]).astype(target))
+
+    @impl(graph.SoftmaxOp)
+    def run_softmax(self, interpreter: Interpreter, op: graph.SoftmaxOp, args: PythonValues):
+        return _elementwise(op, softmax, args[0], op.axis.value.data)
+
+    @impl(graph.LogSoftmaxOp)
+    def run_log_softmax(self, interpreter: Interpreter, op: graph.LogSoftmaxOp, args: PythonValues):
+        return _elementwise(op, log_softmax, args[0], op.axis.value.data)
+
+    @impl(graph.ReduceOp)
+    def run_reduce(self, interpreter: Interpreter, op: graph.ReduceOp, args: PythonValues):
+        fn = _REDUCERS[op.kind.data]
+        axes = tuple(op.axes.get_values())
+        return _elementwise(op, lambda x: fn(x, axis=axes, keepdims=bool(op.keepdims.value.data)),
+                            args[0])
+
+    @impl(graph.BatchNormOp)
+    def run_batch_norm(self, interpreter: Interpreter, op: graph.BatchNormOp, args: PythonValues):
+        x, scale, bias, mean, var = args
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        inv = scale / np.sqrt(var + op.epsilon.value.data)
+        return _elementwise(
+            op, lambda: (x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)
+        )
+
+    @impl(graph.LayerNormOp)
+    def run_layer_norm(self, interpreter: Interpreter, op: graph.LayerNormOp, args: PythonValues):
+        x, scale, *bias = args
+        return _elementwise(op, layer_norm, x, scale, bias[0] if bias else None,
+                            op.axis.value.data, op.epsilon.value.data)
+
+    @impl(graph.LrnOp)
+    def run_lrn(self, interpreter: Interpreter, op: graph.LrnOp, args: PythonValues):
+        return _elementwise(op, lrn, args[0], op.size.value.data, op.alpha.value.data,
+                            op.beta.value.data, op.bias.value.data)
+
+    @impl(graph.ConvTranspose2dOp)
+    def run_conv_transpose2d(self, interpreter: Interpreter, op: graph.ConvTranspose2dOp,
+                             args: PythonValues):
+        x, w, *bias = args
+        y = conv_transpose2d(x, w, bias[0] if bias else None, op.strides.get_values(),
+                             op.pads.get_values(), op.dilations.get_values(),
+                             op.output_padding.get_values(), op.groups.value.data)
+        return _result(op, y)
+
+    @impl(graph.ConcatOp)
+    def run_concat(self, interpreter: Interpreter, op: graph.ConcatOp, args: PythonValues):
+        return _result(op, np.concatenate(args, axis=op.axis.value.data))
+
+    @impl(graph.SliceOp)
+    def run_slice(self, interpreter: Interpreter, op: graph.SliceOp, args: PythonValues):
+        sizes = op.result.type.get_shape()  # pyright: ignore
+        index = tuple(
+            np.arange(size) * step + start
+            for start, step, size in zip(op.starts.get_values(), op.steps.get_values(), sizes)
+        )
+        return _result(op, args[0][np.ix_(*index)] if index else args[0])
+
+    @impl(graph.PadOp)
+    def run_pad(self, interpreter: Interpreter, op: graph.PadOp, args: PythonValues):
+        return _result(op, pad(args[0], op.pads.get_values(), op.mode.data, op.value.value.data))
+
+    @impl(graph.TileOp)
+    def run_tile(self, interpreter: Interpreter, op: graph.TileOp, args: PythonValues):
+        return _result(op, np.tile(args[0], op.repeats.get_values()))
+
+    @impl(graph.BroadcastToOp)
+    def run_broadcast_to(self, interpreter: Interpreter, op: graph.BroadcastToOp,
+                         args: PythonValues):
+        return _result(op, np.broadcast_to(args[0], op.result.type.get_shape()))  # pyright: ignore
+
+    @impl(graph.GatherOp)
+    def run_gather(self, interpreter: Interpreter, op: graph.GatherOp, args: PythonValues):
+        return _result(op, gather(args[0], args[1], op.axis.value.data))
+
+
+for _cls in UNARY_FUNCTIONS:
+    setattr(_MoreGraphFunctions, f"run_{_cls.name[6:]}", impl(_cls)(_MoreGraphFunctions._unary))
+for _cls in BINARY_FUNCTIONS:
+    setattr(_MoreGraphFunctions, f"run_{_cls.name[6:]}", impl(_cls)(_MoreGraphFunctions._binary))
+
+
 @register_impls
-class GraphFunctions(InterpreterFunctions):
+class GraphFunctions(_MoreGraphFunctions):
     """numpy implementations of every graph op."""
 
     @impl(graph.ConstantOp)

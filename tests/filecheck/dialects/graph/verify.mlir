@@ -231,3 +231,171 @@
 %x = "test.op"() : () -> tensor<2x3xf32>
 %y = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK: graph.transpose: expected result shape [3, 2] but got [2, 3]
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xi64>
+%r = "graph.log"(%a) : (tensor<2x3xi64>) -> tensor<2x3xi64>
+// CHECK: graph.log: expected input of float elements but got tensor<2x3xi64>
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.gelu"(%a) <{approximate = "fast"}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: graph.gelu: approximate must be one of ['none', 'tanh'] but got 'fast'
+
+// -----
+
+%a, %s = "test.op"() : () -> (tensor<2x3xf32>, tensor<4x3xf32>)
+%r = "graph.prelu"(%a, %s) : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+// CHECK: graph.prelu: operand shapes [2, 3] and [4, 3] are not broadcast-compatible
+
+// -----
+
+%a, %s = "test.op"() : () -> (tensor<1x3xf32>, tensor<2x3xf32>)
+%r = "graph.prelu"(%a, %s) : (tensor<1x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: graph.prelu: slope shape [2, 3] must broadcast to the input shape [1, 3]
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.not"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: graph.not: expected input of bool elements but got tensor<2x3xf32>
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<2x3xf32>, tensor<3xf32>)
+%r = "graph.less"(%a, %b) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: graph.less: expected result of bool elements but got tensor<2x3xf32>
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<2x3xf32>, tensor<3xi64>)
+%r = "graph.equal"(%a, %b) : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<2x3xi1>
+// CHECK: graph.equal: expected one element type but got f32, i64
+
+// -----
+
+%c, %a, %b = "test.op"() : () -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>)
+%r = "graph.where"(%c, %a, %b) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: graph.where: expected cond of bool elements but got tensor<2x3xf32>
+
+// -----
+
+%c, %a, %b = "test.op"() : () -> (tensor<4x1x1xi1>, tensor<2x3xf32>, tensor<3xf32>)
+%r = "graph.where"(%c, %a, %b) : (tensor<4x1x1xi1>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: graph.where: expected result shape [4, 2, 3] but got [2, 3]
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.cast"(%a) : (tensor<2x3xf32>) -> tensor<3x2xi64>
+// CHECK: graph.cast: expected result shape [2, 3] but got [3, 2]
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.softmax"(%a) <{axis = 2 : i64}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: graph.softmax: axis 2 is out of range for rank 2
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.reduce"(%a) <{kind = "median", axes = array<i64: 0>, keepdims = true}> : (tensor<2x3xf32>) -> tensor<1x3xf32>
+// CHECK: graph.reduce: kind must be one of ['sum', 'mean', 'max', 'min', 'prod'] but got 'median'
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.reduce"(%a) <{kind = "sum", axes = array<i64: 1, 0>, keepdims = true}> : (tensor<2x3xf32>) -> tensor<1x1xf32>
+// CHECK: graph.reduce: axes [1, 0] must be sorted, unique and within rank 2
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.reduce"(%a) <{kind = "sum", axes = array<i64: 1>, keepdims = false}> : (tensor<2x3xf32>) -> tensor<2x1xf32>
+// CHECK: graph.reduce: expected result shape [2] but got [2, 1]
+
+// -----
+
+%x, %p = "test.op"() : () -> (tensor<2x3x4xf32>, tensor<4xf32>)
+%r = "graph.batch_norm"(%x, %p, %p, %p, %p) <{epsilon = 1.0e-05 : f64}> : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+// CHECK: graph.batch_norm: expected scale shape [3] but got [4]
+
+// -----
+
+%x, %s = "test.op"() : () -> (tensor<2x3x4xf32>, tensor<3xf32>)
+%r = "graph.layer_norm"(%x, %s) <{axis = 2 : i64, epsilon = 1.0e-05 : f64}> : (tensor<2x3x4xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+// CHECK: graph.layer_norm: scale shape [3] does not broadcast to [2, 3, 4]
+
+// -----
+
+%x = "test.op"() : () -> tensor<2x3x4xf32>
+%r = "graph.lrn"(%x) <{size = 0 : i64, alpha = 1.0e-04 : f64, beta = 0.75 : f64, bias = 1.0 : f64}> : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK: graph.lrn: expected size >= 1 but got 0
+
+// -----
+
+%x, %w = "test.op"() : () -> (tensor<1x4x5x5xf32>, tensor<3x2x3x3xf32>)
+%y = "graph.conv_transpose2d"(%x, %w) <{strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, groups = 1 : i64}> : (tensor<1x4x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x2x7x7xf32>
+// CHECK: graph.conv_transpose2d: input has 4 channels but weight has 3
+
+// -----
+
+%x, %w = "test.op"() : () -> (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>)
+%y = "graph.conv_transpose2d"(%x, %w) <{strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, groups = 2 : i64}> : (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x11x11xf32>
+// CHECK: graph.conv_transpose2d: expected result shape [1, 4, 11, 11] but got [1, 2, 11, 11]
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<2x3xf32>, tensor<2x4xf32>)
+%r = "graph.concat"(%a, %b) <{axis = 0 : i64}> : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<4x3xf32>
+// CHECK: graph.concat: input shapes [[2, 3], [2, 4]] differ outside axis 0
+
+// -----
+
+%a = "test.op"() : () -> tensor<5x3xf32>
+%r = "graph.slice"(%a) <{starts = array<i64: 1, 0>, steps = array<i64: 2, 1>}> : (tensor<5x3xf32>) -> tensor<3x3xf32>
+// CHECK: graph.slice: dimension 0: 3 elements from 1 by 2 leave [0, 5)
+
+// -----
+
+%a = "test.op"() : () -> tensor<5x3xf32>
+%r = "graph.slice"(%a) <{starts = array<i64: 1, 0>, steps = array<i64: 0, 1>}> : (tensor<5x3xf32>) -> tensor<3x3xf32>
+// CHECK: graph.slice: step of dimension 0 is 0
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.pad"(%a) <{pads = array<i64: 0, 3, 0, 0>, mode = "reflect", value = 0.0 : f64}> : (tensor<2x3xf32>) -> tensor<2x6xf32>
+// CHECK: graph.pad: reflect pads [0, 3, 0, 0] must be smaller than the dimensions [2, 3]
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.pad"(%a) <{pads = array<i64: 0, 1, 0, 0>, mode = "wrap", value = 0.0 : f64}> : (tensor<2x3xf32>) -> tensor<2x4xf32>
+// CHECK: graph.pad: mode must be one of ['constant', 'reflect', 'edge'] but got 'wrap'
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.tile"(%a) <{repeats = array<i64: 2>}> : (tensor<2x3xf32>) -> tensor<4x3xf32>
+// CHECK: graph.tile: expected 2 values in repeats but got [2]
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3xf32>
+%r = "graph.broadcast_to"(%a) : (tensor<2x3xf32>) -> tensor<4x3xf32>
+// CHECK: graph.broadcast_to: cannot broadcast [2, 3] to [4, 3]
+
+// -----
+
+%a, %i = "test.op"() : () -> (tensor<2x3xf32>, tensor<2xf32>)
+%r = "graph.gather"(%a, %i) <{axis = 0 : i64}> : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+// CHECK: graph.gather: expected indices of integer elements but got tensor<2xf32>
+
+// -----
+
+%a, %i = "test.op"() : () -> (tensor<2x3xf32>, tensor<4xi64>)
+%r = "graph.gather"(%a, %i) <{axis = 1 : i64}> : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<2x3xf32>
+// CHECK: graph.gather: expected result shape [2, 4] but got [2, 3]
