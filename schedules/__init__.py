@@ -42,34 +42,23 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool) -> li
 
     With `skip_illegal`, a step the pass refuses (PassFailedException: e.g. a loop
     whose accesses cannot be vectorized) is skipped; the passes check legality, the
-    template only proposes. Without it, the refusal propagates.
+    template only proposes. Every schedule pass leaves the IR untouched when it
+    refuses, so no snapshot is needed. Without `skip_illegal`, the refusal propagates.
     """
     from xweave.context import make_context
     from xweave.passes import get_all_passes
 
     ctx = make_context()
     applied = []
-    for step in steps:
-        pipeline = PassPipeline.parse_spec(get_all_passes(), step)
-        snapshot = module.clone() if skip_illegal else None
+    for spec in steps:
         try:
-            pipeline.apply(ctx, module)
+            PassPipeline.parse_spec(get_all_passes(), spec).apply(ctx, module)
         except PassFailedException:
             if not skip_illegal:
                 raise
-            _restore(module, snapshot)
             continue
-        applied.append(step)
+        applied.append(spec)
     return applied
-
-
-def _restore(module: ModuleOp, snapshot: ModuleOp) -> None:
-    for op in list(module.body.block.ops):
-        op.detach()
-        op.erase(safe_erase=False)
-    for op in list(snapshot.body.block.ops):
-        op.detach()
-        module.body.block.add_op(op)
 
 
 @dataclass(frozen=True)
