@@ -17,6 +17,10 @@ loop-cache-write{stage=conv2d at="conv2d.y.outer"}
   the stage's buffer (guarded by `scf.if` where a box at the end of a non-dividing
   tile would leave the buffer), for later epilogue fusion, vectorizing or unrolling.
 
+`order=d_1,...,d_r` (a permutation of the buffer's dimensions) lays the local buffer
+out in that dimension order, e.g. `order=0,2,3,1` for an NCHW conv tile vectorized
+over channels: the channel axis becomes the contiguous one, as the vector loop needs.
+
 This is how a stage writing a kernel output (the last conv2d of a kernel) gets a
 register-blocked accumulator. Refused (PassFailedException, IR untouched): an unknown
 stage or loop; `at` not a loop of the stage's single update nest; an access of the
@@ -53,6 +57,8 @@ from xweave.passes.loop_regions import (
     nest_of,
     rebase_access,
     restore_on_failure,
+    dimension_order,
+    permute_access,
     retarget_loop,
     simplify_access,
     spatial_loops,
@@ -69,7 +75,8 @@ class LoopCacheWritePass(ModulePass):
     its init inside `at` and a write-back nest `<stage>_write.*` at the end of `at`.
 
     Options: `stage`, `at` (a loop of the stage's update nest), `scope` (the memory
-    scope of the cache, default `local`), `kernel` (default: every kernel that has the
+    scope of the cache, default `local`), `order` (dimension order of the cache,
+    default the buffer's), `kernel` (default: every kernel that has the
     stage).
     """
 
@@ -78,6 +85,7 @@ class LoopCacheWritePass(ModulePass):
     stage: str
     at: str
     scope: str = "local"
+    order: tuple[int, ...] = ()
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -112,7 +120,9 @@ class LoopCacheWritePass(ModulePass):
         inside = [f for f in region.fixed if update.is_ancestor(f)]
         check_disjoint(region, inside, what)
         inits = [(root, spatial_loops(stage, root, shape)) for root in stage.init]
-        cache_type = MemRefType(buffer_type.get_element_type(), region.extents,
+        order = dimension_order(self.order, len(shape), what)
+        cache_type = MemRefType(buffer_type.get_element_type(),
+                                [region.extents[d] for d in order],
                                 memory_space=memory_scope(self.scope))
         axes = _axis_names(stage, inits, boxes, region, len(shape))
 
@@ -150,6 +160,9 @@ class LoopCacheWritePass(ModulePass):
             guard_nest(region, shape, fors)
             at.add_ops([fors[0]])
             touched += [value, store]
+            for access in touched:
+                if access.memref is cache.memref:
+                    permute_access(access, order)
             fold_access_maps(kernel)
             for access in touched:
                 simplify_access(access)

@@ -44,10 +44,12 @@ from xweave.passes.loop_regions import (
     Stage,
     accesses_of,
     check_inputs_stable,
+    dimension_order,
     find_stage,
     guard_nest,
     infer_region,
     memory_scope,
+    permute_access,
     rebase_access,
     restore_on_failure,
     retarget_loop,
@@ -68,8 +70,9 @@ class LoopComputeAtPass(ModulePass):
 
     Options: `stage` (the producer's name), `at` (the consumer loop's name), `scope`
     (`keep`: the buffer stays as is; a memory scope such as `local`: shrink the buffer
-    to the region, allocated at the start of `at`'s body in that scope), `kernel`
-    (default: every kernel that has the stage).
+    to the region, allocated at the start of `at`'s body in that scope), `order` (with
+    a scope: the dimension order of the shrunk buffer, e.g. `0,2,3,1` to make an NCHW
+    tile channel-contiguous), `kernel` (default: every kernel that has the stage).
     """
 
     name = "loop-compute-at"
@@ -77,6 +80,7 @@ class LoopComputeAtPass(ModulePass):
     stage: str
     at: str
     scope: str = "keep"
+    order: tuple[int, ...] = ()
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -116,9 +120,13 @@ class LoopComputeAtPass(ModulePass):
         check_inputs_stable(kernel, stage)
         region, _ = infer_region(readers, at, shape, what)
         new_type = None
+        order = dimension_order(self.order, len(shape), what)
         if self.scope != "keep":
-            new_type = MemRefType(buffer_type.get_element_type(), region.extents,
+            new_type = MemRefType(buffer_type.get_element_type(),
+                                  [region.extents[d] for d in order],
                                   memory_space=memory_scope(self.scope))
+        elif self.order:
+            raise PassFailedException(f"{what}: order needs a scope (the buffer is kept)")
 
         def run() -> None:
             fixed = region.fixed_ivs
@@ -150,7 +158,10 @@ class LoopComputeAtPass(ModulePass):
                     rebase_access(access, new_alloc.memref, region.offsets, fixed)
                 alloc.detach()
                 alloc.erase()
-                touched += accesses_of(at, new_alloc.memref)
+                touched = list(dict.fromkeys(touched + accesses_of(at, new_alloc.memref)))
+                for access in touched:
+                    if access.memref is new_alloc.memref:
+                        permute_access(access, order)
             fold_access_maps(kernel)
             for access in dict.fromkeys(touched):
                 simplify_access(access)

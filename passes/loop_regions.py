@@ -413,6 +413,26 @@ def set_access(op: Access, memref: SSAValue, operands: Sequence[SSAValue],
     op.properties["map"] = AffineMapAttr(amap)
 
 
+def dimension_order(order: Sequence[int], rank: int, what: str) -> list[int]:
+    """The `order` option of a pass creating a buffer (identity if empty), checked to be
+    a permutation of `rank` dimensions."""
+    result = list(order) or list(range(rank))
+    if sorted(result) != list(range(rank)):
+        raise PassFailedException(f"{what}: order {tuple(order)} is not a permutation of "
+                                  f"the {rank} dimensions of the buffer")
+    return result
+
+
+def permute_access(op: Access, order: Sequence[int]) -> None:
+    """Index dimension `order[i]` of the old layout as dimension `i` of the new one."""
+    amap = op.map.data
+    if list(order) == sorted(order):
+        return
+    results = tuple(amap.results[d] for d in order)
+    set_access(op, op.memref, list(op.indices),
+               AffineMap(amap.num_dims, amap.num_symbols, results))
+
+
 def access_exprs(op: Access) -> tuple[list[loop.ForOp], list[AffineExpr]] | None:
     """The loops around `op` (outermost first) and its indices as affine expressions
     of their induction variables; None if an index is not affine in them."""

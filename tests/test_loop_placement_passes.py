@@ -330,6 +330,24 @@ def test_conv_cache_write_of_the_output():
     kernel.check(spec + ',loop-unroll{loop="conv2d_write.o"},loop-simplify')
 
 
+@pytest.mark.parametrize("order", ["0,2,3,1", "3,2,1,0"])
+def test_tiles_in_another_dimension_order(order):
+    # The register block of a conv vectorized over channels is stored channels-last.
+    kernel = Kernel(conv_relu(1, 8, 4, 3, bias=False, relu=False))
+    spec = ('loop-split{loop="conv2d.o" factor=4 guard=innermost},'
+            'loop-split{loop="conv2d.y" factor=2 guard=innermost},'
+            'loop-reorder{order="conv2d.y.outer","conv2d.o.inner"},'
+            f'loop-cache-write{{stage=conv2d at="conv2d.y.outer" order={order}}},'
+            'loop-inline{stage=pad}')
+    scheduled = kernel.check(spec)
+    box = [1, 4, 2, 3]
+    expected = tuple(box[int(d)] for d in order.split(","))
+    assert [t.get_shape() for t in allocs(loops(scheduled)["conv2d.y.outer"])] == [expected]
+    fused = Kernel(conv_relu(1, 8, 4, 3))
+    fused.check(CONV_TVM.replace("scope=local", f"scope=local order={order}")
+                + ",loop-inline{stage=pad}")
+
+
 def test_cache_write_of_an_injective_stage():
     kernel = Kernel(conv_relu(1, 2, 5, 3))
     scheduled = kernel.check('loop-split{loop="relu.i2" factor=2 guard=innermost},'

@@ -3,6 +3,8 @@
 // RUN: xweave-opt %s -p 'loop-cache-write{stage=dense at="dense.k"}' --verify-diagnostics | filecheck %s --check-prefix=REDUCE-LOOP
 // RUN: xweave-opt %s -p 'loop-cache-write{stage=sum at="sum_init.i"}' --verify-diagnostics | filecheck %s --check-prefix=NOT-UPDATE
 // RUN: xweave-opt %s -p 'loop-cache-write{stage=dense at="dense.j.outer" scope="no scope"}' --verify-diagnostics | filecheck %s --check-prefix=SCOPE
+// RUN: xweave-opt %s -p 'loop-cache-write{stage=dense at="dense.j.outer" order=1,0}' | filecheck %s --check-prefix=ORDER
+// RUN: xweave-opt %s -p 'loop-cache-write{stage=dense at="dense.j.outer" order=1,1}' --verify-diagnostics | filecheck %s --check-prefix=BAD-ORDER
 
 // A matmul writing the kernel output, tiled 2 x 4 with the reduction outside the
 // tile; a row sum over 5 rows in tiles of 2 (guarded).
@@ -124,3 +126,15 @@ func.func @rowsum(%x: memref<5x4xf32>, %out: memref<5xf32>) attributes {xweave.k
 // REDUCE-LOOP: cache-write of 'dense' at 'dense.k': 'dense.k' encloses the attach point but does not move the written region (is it a reduction loop?)
 // NOT-UPDATE: cache-write of 'sum' at 'sum_init.i': 'sum_init.i' must be a loop of the stage's (single) update nest
 // SCOPE: invalid memory scope 'no scope'
+
+// order=1,0: the tile is stored column-major (the j lanes contiguous); the init, the
+// update and the write-back all index the transposed local buffer.
+// ORDER-LABEL: func.func @dense(
+// ORDER:         %dense_local = loop.alloc : memref<4x2xf32, #loop.scope<local>>
+// ORDER:         loop.store %zero, %dense_local[%j, %i] : memref<4x2xf32, #loop.scope<local>>
+// ORDER:         %acc = loop.load %dense_local[%ji, %ii] : memref<4x2xf32, #loop.scope<local>>
+// ORDER:         loop.store %s, %dense_local[%ji, %ii] : memref<4x2xf32, #loop.scope<local>>
+// ORDER:         %{{.*}} = loop.load %dense_local[%j_1, %i_1] : memref<4x2xf32, #loop.scope<local>>
+// ORDER-NEXT:    loop.store %{{.*}}, %out[%io * 2 + %i_1, %jo * 4 + %j_1] : memref<4x8xf32>
+
+// BAD-ORDER: order (1, 1) is not a permutation of the 2 dimensions of the buffer

@@ -7,6 +7,8 @@
 // RUN: xweave-opt %s -p 'loop-compute-at{stage=relu at="dense.k"}' --verify-diagnostics | filecheck %s --check-prefix=BEFORE
 // RUN: xweave-opt %s -p 'loop-compute-at{stage=dense at="relu.i.inner" kernel=conv1d}' --verify-diagnostics | filecheck %s --check-prefix=NO-STAGE
 // RUN: xweave-opt %s -p 'loop-compute-at{stage=a at="b.i"}' --verify-diagnostics | filecheck %s --check-prefix=OUTPUT
+// RUN: xweave-opt %s -p 'loop-compute-at{stage=dense at="relu.j.outer" scope=local order=1,0}' | filecheck %s --check-prefix=ORDER
+// RUN: xweave-opt %s -p 'loop-compute-at{stage=dense at="relu.j.outer" order=1,0}' --verify-diagnostics | filecheck %s --check-prefix=ORDER-KEEP
 
 // A dense (reduction) stage read by relu, whose loops are tiled 2 x 4 (bias already
 // inlined); a 1-D convolution whose padding stage is read through a halo of 2 by the
@@ -217,3 +219,13 @@ func.func @two_outputs(%x: memref<4xf32>, %y: memref<4xf32>, %z: memref<4xf32>) 
 // BEFORE: compute-at of 'relu' at 'dense.k': 'dense.k' must come after the stage's nests
 // NO-STAGE: no stage 'dense' (no loop named 'dense.*') in kernel 'conv1d'
 // OUTPUT: compute-at of 'a' at 'b.i': the stage writes a kernel argument, which must be filled whole; use loop-cache-write
+
+// order=1,0 with a local scope: the shrunk buffer is transposed for every access.
+// ORDER-LABEL: func.func @dense_relu(
+// ORDER:         %dense = loop.alloc : memref<4x2xf32, #loop.scope<local>>
+// ORDER:         loop.store %zero, %dense[%j, %i] : memref<4x2xf32, #loop.scope<local>>
+// ORDER:         %acc = loop.load %dense[%j_1, %i_1] : memref<4x2xf32, #loop.scope<local>>
+// ORDER:         loop.store %s, %dense[%j_1, %i_1] : memref<4x2xf32, #loop.scope<local>>
+// ORDER:         %v = loop.load %dense[%ji, %ii] : memref<4x2xf32, #loop.scope<local>>
+
+// ORDER-KEEP: order needs a scope (the buffer is kept)
