@@ -29,6 +29,9 @@ class Stage:
     reads: list[tuple[int, list[set[str]]]] = field(default_factory=list)
     """Kernel arguments read by the update nest: (argument index, per dimension the
     names of the loops its index uses)."""
+    windowed: set[str] = field(default_factory=set)
+    """Loops that share an index with another loop in some read of the update nest
+    (`x` and `rx` in `data[..., x + rx]`): the read slides along them."""
 
     @property
     def is_reduction(self) -> bool:
@@ -90,19 +93,24 @@ def _stage_of_use(op) -> str | None:
     return loops[0].name_str.split(".")[0]
 
 
+def _read_dims(load: loop.LoadOp) -> list[set[str]]:
+    """Per dimension of a load, the names of the loops its index uses."""
+    names = []
+    for operand in load.indices:
+        owner = operand.owner
+        for_op = owner.parent_op() if isinstance(owner, Block) else None
+        names.append(for_op.name_str if isinstance(for_op, loop.ForOp) else None)
+    return [{names[d] for d in expr.used_dims() if names[d]} for expr in load.map.data.results]
+
+
 def _argument_reads(innermost: loop.ForOp, args: list) -> list[tuple[int, list[set[str]]]]:
-    reads = []
-    for load in innermost.walk():
-        if not isinstance(load, loop.LoadOp) or load.memref not in args:
-            continue
-        names = []
-        for operand in load.indices:
-            owner = operand.owner
-            for_op = owner.parent_op() if isinstance(owner, Block) else None
-            names.append(for_op.name_str if isinstance(for_op, loop.ForOp) else None)
-        dims = [{names[d] for d in expr.used_dims() if names[d]} for expr in load.map.data.results]
-        reads.append((args.index(load.memref), dims))
-    return reads
+    return [(args.index(load.memref), _read_dims(load)) for load in innermost.walk()
+            if isinstance(load, loop.LoadOp) and load.memref in args]
+
+
+def _windowed(innermost: loop.ForOp) -> set[str]:
+    return {name for load in innermost.walk() if isinstance(load, loop.LoadOp)
+            for loops in _read_dims(load) if len(loops) > 1 for name in loops}
 
 
 def analyse(kernel: func.FuncOp) -> KernelInfo:
@@ -128,5 +136,6 @@ def analyse(kernel: func.FuncOp) -> KernelInfo:
         stage = stages.setdefault(prefix, Stage(prefix, buffer, buffer in args))
         stage.spatial, stage.reduce = loops[:rank], loops[rank:]
         stage.reads = _argument_reads(nest[-1], list(kernel.body.block.args))
+        stage.windowed = _windowed(nest[-1])
     tags = [s.name for s in stages.values()]
     return KernelInfo(kernel.sym_name.data, list(stages.values()), tags)

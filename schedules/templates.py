@@ -24,7 +24,7 @@ from xweave.dialects import loop
 from xweave.schedules.analysis import KernelInfo, Stage
 
 VECTOR = 8  # f32 lanes of an AVX2 register
-MAX_ACCUMULATORS = 12  # ymm registers kept for accumulators (16 minus loads/broadcasts)
+MAX_REGISTERS = 15  # of the 16 ymm registers: accumulators + operand vectors + broadcast
 
 
 def step(pass_name: str, kernel: str, **options) -> str:
@@ -113,27 +113,45 @@ class BlockedReduction(Template):
             return False
         if not anchor.is_output and _epilogue(info, anchor)[1] is None:
             return False
-        return anchor.spatial[-1][1] % VECTOR == 0 or anchor.spatial[-1][1] >= VECTOR
+        _, v = self._axes(anchor)
+        return anchor.spatial[v][1] >= VECTOR
 
     def _axes(self, anchor: Stage) -> tuple[int, int]:
-        """Positions (in the spatial axes) of the register-block rows and vector axis."""
-        v = len(anchor.spatial) - 1
-        others = [d for d in range(v) if anchor.spatial[d][1] > 1]
-        u = max(others, key=lambda d: (anchor.spatial[d][1] > 1, d)) if others else v - 1
+        """Positions (in the spatial axes) of the register-block rows and vector axis.
+
+        The vector axis is one no read slides along (a window index such as `y + ry`
+        would need unaligned or strided vectors), a multiple of 8 where possible, the
+        last such axis on ties: the output channels of a conv (the weights, packed,
+        give contiguous vectors; the input is broadcast, whatever the stride), the
+        columns of a matmul. The rows are the innermost other axis of extent > 1."""
+        spatial = [n for n, _ in anchor.spatial]
+        v = max(range(len(spatial)), key=lambda d: (
+            spatial[d] not in anchor.windowed, anchor.spatial[d][1] % VECTOR == 0,
+            anchor.spatial[d][1] >= VECTOR, d))
+        others = [d for d in range(len(spatial)) if d != v and anchor.spatial[d][1] > 1]
+        u = others[-1] if others else next(d for d in range(len(spatial)) if d != v)
         return u, v
 
     def knobs(self, info: KernelInfo) -> dict[str, list]:
         anchor = info.anchor
         u, v = self._axes(anchor)
         nv = [n for n in (8, 16, 24, 32) if anchor.spatial[v][1] % n == 0] or [1]
-        mu = [m for m in divisors(anchor.spatial[u][1]) if m <= 8]
+        mu = [m for m in divisors(anchor.spatial[u][1]) if m <= 16]
         return {"tile_rows": mu, "tile_cols": nv, "parallel": [True, False]}
 
     def default_config(self, info: KernelInfo) -> dict:
+        """The largest register block (rows x cols outputs) whose accumulators, a
+        vector of the packed operand per column vector and a broadcast fit in the 16
+        ymm registers without spilling; on ties 16 columns (two vectors)."""
         knobs = self.knobs(info)
-        cols = 16 if 16 in knobs["tile_cols"] else knobs["tile_cols"][-1]
-        budget = max(1, MAX_ACCUMULATORS // max(1, cols // VECTOR))
-        rows = max(m for m in knobs["tile_rows"] if m <= budget)
+
+        def registers(rows: int, cols: int) -> int:
+            vectors = max(1, cols // VECTOR)
+            return rows * vectors + vectors + 1
+
+        fitting = [(r * c, -abs(c - 2 * VECTOR), c, r) for r in knobs["tile_rows"]
+                   for c in knobs["tile_cols"] if registers(r, c) <= MAX_REGISTERS]
+        _, _, cols, rows = max(fitting) if fitting else (0, 0, knobs["tile_cols"][0], 1)
         return {"tile_rows": rows, "tile_cols": cols, "parallel": True}
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
@@ -153,13 +171,19 @@ class BlockedReduction(Template):
         tile_outer = [f"{names[u]}.outer", f"{names[v]}.outer"]
         tile_inner = [f"{names[u]}.inner", f"{names[v]}.inner"]
         reduce = [n for n, _ in anchor.reduce] if output is None else []
-        steps.append(step("loop-reorder", k, order=outer + tile_outer + reduce + tile_inner))
-        at = f"{names[v]}.outer"
+        # Column panels outermost: one panel of the packed operand (weights) stays in
+        # cache while every row tile of the other axes streams past it.
+        tile_loops = [tile_outer[1], *outer, tile_outer[0]]
+        steps.append(step("loop-reorder", k, order=tile_loops + reduce + tile_inner))
+        at = tile_outer[0]
+        # The register block is laid out rows x vector lanes, whatever the output layout.
+        order = [d for d in range(len(names)) if d not in (u, v)] + [u, v]
         if output is None:
-            steps.append(step("loop-cache-write", k, stage=anchor.name, at=at))
+            steps.append(step("loop-cache-write", k, stage=anchor.name, at=at, order=order))
             write = [f"{anchor.name}_write.{n.split('.', 1)[1]}" for n in (names[u], names[v])]
         else:
-            steps.append(step("loop-compute-at", k, stage=anchor.name, at=at, scope="local"))
+            steps.append(step("loop-compute-at", k, stage=anchor.name, at=at, scope="local",
+                              order=order))
             a_names = [n for n, _ in anchor.spatial]
             steps.append(step("loop-reorder", k, order=[n for n, _ in anchor.reduce]
                               + [a_names[u], a_names[v]]))
@@ -175,7 +199,7 @@ class BlockedReduction(Template):
             extent = dict(tiled.spatial)
             extent[tile_outer[0]] = -(-extent[names[u]] // rows)
             extent[tile_outer[1]] = -(-extent[names[v]] // cols)
-            busy = [n for n in outer + tile_outer if extent[n] > 1]
+            busy = [n for n in tile_loops if extent[n] > 1]
             if busy:
                 steps.append(step("loop-parallel", k, loop=busy[0]))
         # Stages left outside the register-blocked nest (padding, ...) run in parallel too.
@@ -192,9 +216,10 @@ class BlockedReduction(Template):
         panels (dense weights [N][K] -> [N/16][K][16]), when the panel is reused by
         enough rows to pay for the copy."""
         vector_axis = anchor.spatial[v][0]
-        rows_total = 1
-        for name, extent in anchor.spatial[:v]:
-            rows_total *= extent
+        rows_total = 1  # how many outputs reuse one panel
+        for d, (name, extent) in enumerate(anchor.spatial):
+            if d != v:
+                rows_total *= extent
         steps = []
         for arg, dims in anchor.reads:
             uses = [d for d, loops in enumerate(dims) if vector_axis in loops]
