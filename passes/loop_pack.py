@@ -5,6 +5,7 @@ loop-pack{buffer=1 split_dim=0 factor=16}              # dense weights [N][K] ->
 loop-pack{buffer="w" split_dim=0 factor=16}            # conv weights OIHW -> [O/16][I][H][W][16]
 loop-pack{buffer="data" split_dim=1 factor=8}          # NCHW -> NCHW[8]c = [N][C/8][H][W][8]
 loop-pack{buffer="w" split_dim=1,0 factor=4,16}        # OIHW -> [O/16][I/4][H][W][4][16]
+loop-pack{buffer="B" split_dim=1 factor=16 order=1,0,2} # matmul B [K][N] -> [N/16][K][16]
 ```
 
 Option grammar: `buffer` names the kernel argument, by position (`buffer=1`) or by
@@ -13,6 +14,9 @@ splits: `split_dim=d_1,...,d_k factor=f_1,...,f_k` splits dimension `d_i` (numbe
 in the original layout; distinct) into an outer dimension of size ceil(size/f_i) that
 stays in place and an inner dimension of size `f_i` appended at the end, in the order
 given. Element `[..., x_d, ...]` is stored at `[..., x_d floordiv f, ..., x_d mod f]`.
+`order=p_1,...,p_n` then permutes the dimensions of that packed layout (dimension `i`
+of the result is dimension `p_i` of the split layout), e.g. to make each panel of a
+matmul's B contiguous: B is read panel after panel, not row after row.
 
 At the start of the kernel, a packing stage `<name>_pack` (loops
 `<name>_pack.i<d>.outer`, `<name>_pack.i<d>`, `<name>_pack.i<d>.inner`, in packed order,
@@ -43,6 +47,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_regions import (
+    dimension_order,
     element_zero,
     nest_of,
     restore_on_failure,
@@ -78,6 +83,7 @@ class LoopPackPass(ModulePass):
     buffer: int | str
     split_dim: tuple[int, ...]
     factor: tuple[int, ...]
+    order: tuple[int, ...] = ()
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -119,6 +125,7 @@ class LoopPackPass(ModulePass):
             if f <= 0:
                 raise PassFailedException(f"{what}: factor {f} is not positive")
         splits = list(zip(self.split_dim, self.factor))
+        order = dimension_order(self.order, len(shape) + len(splits), what)
         loads: list[loop.LoadOp] = []
         for use in arg.uses:
             user = use.operation
@@ -129,19 +136,21 @@ class LoopPackPass(ModulePass):
                 raise PassFailedException(f"{what}: the argument is read with vector "
                                           "loads; pack before vectorizing")
             loads.append(user)
-        new_shape = packed_shape(shape, splits)
+        new_shape = [packed_shape(shape, splits)[d] for d in order]
         new_type = MemRefType(arg_type.get_element_type(), new_shape)
         hint = arg.name_hint or f"arg{index}"
 
         def run() -> None:
             packed = loop.AllocOp(new_type)
             packed.memref.name_hint = f"{hint}_packed"
-            nest = self._packing_nest(arg, packed.memref, shape, splits, f"{hint}_pack")
+            nest = self._packing_nest(arg, packed.memref, shape, splits, order,
+                                      f"{hint}_pack")
             block = kernel.body.block
             block.insert_ops_before([packed, nest], cast(Operation, block.first_op))
             for load in loads:
                 amap = load.map.data
-                results = packed_exprs(list(amap.results), splits)
+                split_results = packed_exprs(list(amap.results), splits)
+                results = [split_results[d] for d in order]
                 set_access(load, packed.memref, list(load.indices),
                            AffineMap(amap.num_dims, amap.num_symbols, tuple(results)))
                 simplify_access(load)
@@ -150,20 +159,25 @@ class LoopPackPass(ModulePass):
 
     @staticmethod
     def _packing_nest(src: SSAValue, dst: SSAValue, shape: list[int],
-                      splits: list[tuple[int, int]], stage: str) -> loop.ForOp:
-        """`dst[packed(x)] = src[x]` over the packed shape (zeros in the padding)."""
+                      splits: list[tuple[int, int]], order: list[int],
+                      stage: str) -> loop.ForOp:
+        """`dst[packed(x)] = src[x]` over the packed shape (zeros in the padding); the
+        loops run in the packed buffer's order, so the writes are sequential."""
         split = dict(splits)
         axes = [f"i{d}.outer" if d in split else f"i{d}" for d in range(len(shape))]
         axes += [f"i{d}.inner" for d, _ in splits]
-        new_shape = packed_shape(shape, splits)
-        fors = nest_of(new_shape, [f"{stage}.{a}" for a in axes])
-        for f, a in zip(fors, axes):
-            f.induction_var.name_hint = a.replace(".", "_")
+        extents = packed_shape(shape, splits)
+        fors = nest_of([extents[d] for d in order], [f"{stage}.{axes[d]}" for d in order])
+        for f, d in zip(fors, order):
+            f.induction_var.name_hint = axes[d].replace(".", "_")
         ivs = [f.induction_var for f in fors]
+        # Loop `i` walks dimension order[i] of the split layout.
+        position = {d: i for i, d in enumerate(order)}
+        dim = [AffineDimExpr(position[d]) for d in range(len(extents))]
         rank = len(shape)
-        source = [AffineDimExpr(d) for d in range(rank)]
+        source = [dim[d] for d in range(rank)]
         for k, (d, f) in enumerate(splits):
-            source[d] = AffineDimExpr(d) * f + AffineDimExpr(rank + k)
+            source[d] = dim[d] * f + dim[rank + k]
         source_map = AffineMap(len(ivs), 0, tuple(source))
         ragged = [(source[d], shape[d]) for d, f in splits if shape[d] % f]
         load = loop.LoadOp(src, ivs, source_map)

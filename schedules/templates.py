@@ -212,10 +212,13 @@ class BlockedReduction(Template):
 
 
     def _packs(self, info: KernelInfo, anchor: Stage, v: int, cols: int) -> list[str]:
-        """Pack operands read with a stride along the vector axis into `cols`-wide
-        panels (dense weights [N][K] -> [N/16][K][16]), when the panel is reused by
-        enough rows to pay for the copy."""
+        """Pack each operand read along the vector axis into `cols`-wide panels laid
+        out one after the other (dense weights [N][K] -> [N/16][K][16], matmul B
+        [K][N] -> [N/16][K][16], conv weights OIHW -> [O/16][I][H][W][16]), when a
+        panel is reused by enough rows to pay for the copy: the reduction then reads
+        each panel sequentially instead of 16 floats per row of a wide matrix."""
         vector_axis = anchor.spatial[v][0]
+        reduce = {name for name, _ in anchor.reduce}
         rows_total = 1  # how many outputs reuse one panel
         for d, (name, extent) in enumerate(anchor.spatial):
             if d != v:
@@ -223,9 +226,17 @@ class BlockedReduction(Template):
         steps = []
         for arg, dims in anchor.reads:
             uses = [d for d, loops in enumerate(dims) if vector_axis in loops]
-            if len(uses) == 1 and uses[0] != len(dims) - 1 and rows_total >= 16:
-                steps.append(step("loop-pack", info.name, buffer=arg, split_dim=[uses[0]],
-                                  factor=[cols]))
+            if len(uses) != 1 or dims[uses[0]] != {vector_axis} or rows_total < 16:
+                continue
+            split = uses[0]
+            rest = [d for d in range(len(dims)) if d != split]
+            # The panel index goes right before the first reduction-indexed dimension.
+            at = next((i for i, d in enumerate(rest) if dims[d] & reduce), len(rest))
+            order = rest[:at] + [split] + rest[at:] + [len(dims)]
+            if order == list(range(len(dims) + 1)) and split == len(dims) - 1:
+                continue  # already contiguous panels: nothing to gain
+            steps.append(step("loop-pack", info.name, buffer=arg, split_dim=[split],
+                              factor=[cols], order=order))
         return steps
 
 

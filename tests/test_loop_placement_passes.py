@@ -388,12 +388,16 @@ def test_pack_layouts():
     # OIHW -> [O/4][I][H][W][4] (6 = 4 + 2: zero padding), and a two-dim split
     for spec, shape in [('loop-pack{buffer=1 split_dim=0 factor=4}', (2, 3, 3, 3, 4)),
                         ('loop-pack{buffer="arg1" split_dim=1,0 factor=2,4}', (2, 2, 3, 3, 2, 4)),
-                        ('loop-pack{buffer=0 split_dim=1 factor=3}', (1, 1, 2, 2, 3))]:
+                        ('loop-pack{buffer=0 split_dim=1 factor=3}', (1, 1, 2, 2, 3)),
+                        # the split-off lanes first: [3][N][I/3][H][W]
+                        ('loop-pack{buffer=0 split_dim=1 factor=3 order=4,0,1,2,3}',
+                         (3, 1, 1, 2, 2))]:
         scheduled = kernel.check(spec, native="1,0" in spec)
         assert shape in [t.get_shape() for t in allocs(kernel_func(scheduled))]
         names = [n for n in loops(scheduled) if n.startswith("arg")]
-        assert names[0].endswith(".i0.outer" if "split_dim=0" in spec or "1,0" in spec
-                                 else ".i0")
+        first = ".i1.inner" if "order" in spec else ".i0.outer" if (
+            "split_dim=0" in spec or "1,0" in spec) else ".i0"
+        assert names[0].endswith(first)
 
 
 # --- refusals: a clear error and the IR untouched ---------------------------------------------
@@ -423,6 +427,7 @@ ERRORS = [
     ('loop-pack{buffer=1 split_dim=0,1 factor=4}', "one factor per split"),
     ('loop-pack{buffer=1 split_dim=0,0 factor=4,2}', "split twice"),
     ('loop-pack{buffer=1 split_dim=0 factor=0}', "not positive"),
+    ('loop-pack{buffer=1 split_dim=0 factor=4 order=0,1}', "not a permutation"),
 ]
 
 

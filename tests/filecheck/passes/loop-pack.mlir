@@ -5,6 +5,7 @@
 // RUN: xweave-opt %s -p 'loop-pack{buffer="x" split_dim=0 factor=2 kernel=vector}' --verify-diagnostics | filecheck %s --check-prefix=VECTOR
 // RUN: xweave-opt %s -p 'loop-pack{buffer="nope" split_dim=0 factor=4}' --verify-diagnostics | filecheck %s --check-prefix=NO-ARG
 // RUN: xweave-opt %s -p 'loop-pack{buffer="w" split_dim=1 factor=4 kernel=scale}' --verify-diagnostics | filecheck %s --check-prefix=NO-DIM
+// RUN: xweave-opt %s -p 'loop-pack{buffer="x" split_dim=1 factor=2 order=1,0,2 kernel=dense}' | filecheck %s --check-prefix=ORDER
 
 func.func @dense(%x: memref<2x3xf32>, %w: memref<8x3xf32>, %out: memref<2x8xf32>) attributes {xweave.kernel} {
   loop.for "dense.i" %i = 0 to 2 {
@@ -107,3 +108,14 @@ func.func @vector(%x: memref<8xf32>, %out: memref<8xf32>) attributes {xweave.ker
 // VECTOR: loop-pack of argument 'x' of 'vector': the argument is read with vector loads; pack before vectorizing
 // NO-ARG: loop-pack: no argument 'nope' in any kernel
 // NO-DIM: loop-pack of argument 'w' of 'scale': no dimension 1 in memref<6xf32>
+
+// order=1,0,2: x [2][3] split along k by 2 -> [2][k/2][2], then the k panels first:
+// [k/2][2][2]; the packing loops run in the packed order, the zero padding stays.
+// ORDER-LABEL: func.func @dense(
+// ORDER-NEXT:    %x_packed = loop.alloc : memref<2x2x2xf32>
+// ORDER-NEXT:    loop.for "x_pack.i1.outer" %i1_outer = 0 to 2 {
+// ORDER-NEXT:      loop.for "x_pack.i0" %i0 = 0 to 2 {
+// ORDER-NEXT:        loop.for "x_pack.i1.inner" %i1_inner = 0 to 2 {
+// ORDER:               loop.load %x[%i0, %i1_outer * 2 + %i1_inner] : memref<2x3xf32>
+// ORDER:             loop.store %{{.*}}, %x_packed[%i1_outer, %i0, %i1_inner] : memref<2x2x2xf32>
+// ORDER:         %a = loop.load %x_packed[%k floordiv 2, %i, %k mod 2] : memref<2x2x2xf32>
