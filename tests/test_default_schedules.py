@@ -1,0 +1,162 @@
+"""The default schedules on every benchmark shape (bench/matmul.py, bench/conv2d.py) at a
+reduced size, and on random shapes (hypothesis): compiled code agrees with numpy /
+onnxruntime, and the fast path (a vectorized register block) is really taken."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import func
+
+import xweave
+from xweave import te
+from xweave.context import parse_module
+from xweave.kernel import build_kernel
+from xweave.schedules import analyse, template_for
+
+RNG = np.random.default_rng(7)
+
+# bench/conv2d.py's layers: (H=W, in, out, kernel, stride, pad, groups), with the image
+# 4x smaller and the channels 8x fewer (at least 8, so the channel vectors stay).
+RESNET18 = {
+    "C1": (224, 3, 64, 7, 2, 3, 1), "C2": (56, 64, 64, 3, 1, 1, 1), "C3": (56, 64, 64, 1, 1, 0, 1),
+    "C4": (56, 64, 128, 3, 2, 1, 1), "C5": (56, 64, 128, 1, 2, 0, 1), "C6": (28, 128, 128, 3, 1, 1, 1),
+    "C7": (28, 128, 256, 3, 2, 1, 1), "C8": (28, 128, 256, 1, 2, 0, 1), "C9": (14, 256, 256, 3, 1, 1, 1),
+    "C10": (14, 256, 512, 3, 2, 1, 1), "C11": (14, 256, 512, 1, 2, 0, 1), "C12": (7, 512, 512, 3, 1, 1, 1),
+}
+DEPTHWISE = {
+    "D1": (112, 32, 32, 3, 1, 1, 32), "D2": (112, 64, 64, 3, 2, 1, 64), "D3": (56, 128, 128, 3, 1, 1, 128),
+    "D4": (56, 128, 128, 3, 2, 1, 128), "D5": (28, 256, 256, 3, 1, 1, 256), "D6": (28, 256, 256, 3, 2, 1, 256),
+    "D7": (14, 512, 512, 3, 1, 1, 512), "D8": (14, 512, 512, 3, 2, 1, 512), "D9": (7, 1024, 1024, 3, 1, 1, 1024),
+}
+MATMUL = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
+          (1, 512, 1000), (128, 768, 768), (128, 768, 3072)]
+
+
+def reduced(size, cin, cout, k, stride, pad, groups):
+    shrink = lambda c: max(8, c // 8) if c > 3 else c  # noqa: E731
+    cin_r, cout_r = shrink(cin), shrink(cout)
+    return max(size // 4, k), cin_r, cout_r, k, stride, pad, cin_r if groups > 1 else 1
+
+
+def conv_model(size, cin, cout, k, stride, pad, groups, bias=False, relu=False):
+    weight = (RNG.standard_normal((cout, cin // groups, k, k)) * 0.1).astype(np.float32)
+    inits = [numpy_helper.from_array(weight, "w")]
+    inputs = ["x", "w"]
+    if bias:
+        inits.append(numpy_helper.from_array(RNG.standard_normal(cout).astype(np.float32), "b"))
+        inputs.append("b")
+    nodes = [helper.make_node("Conv", inputs, ["c" if relu else "y"], kernel_shape=[k, k],
+                              strides=[stride, stride], pads=[pad] * 4, group=groups)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    graph = helper.make_graph(nodes, "conv",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, size, size])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def scheduled_kernels(dump_dir) -> list[func.FuncOp]:
+    path = next(dump_dir.glob("*-scheduled.mlir"))
+    module = parse_module(path.read_text(), str(path))
+    return [f for f in module.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]
+
+
+def check_conv(tmp_path, shape, **options):
+    model = conv_model(*shape, **options)
+    size, cin = shape[0], shape[1]
+    x = RNG.standard_normal((1, cin, size, size)).astype(np.float32)
+    (expected,) = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    module = xweave.build(model, dump_ir=tmp_path)
+    np.testing.assert_allclose(module.run(x=x)[0], expected, rtol=1e-4, atol=1e-4)
+    return "\n".join(str(k) for k in scheduled_kernels(tmp_path))
+
+
+@pytest.mark.parametrize("name", list(RESNET18))
+def test_resnet18_layers_reduced(tmp_path, name):
+    shape = reduced(*RESNET18[name])
+    text = check_conv(tmp_path, shape)
+    # vectorized over output channels, whatever the width or stride
+    assert "vector<8xf32>" in text
+
+
+@pytest.mark.parametrize("name", list(DEPTHWISE))
+def test_depthwise_layers_reduced(tmp_path, name):
+    check_conv(tmp_path, reduced(*DEPTHWISE[name]))
+
+
+def test_conv_bias_relu_epilogue_on_the_register_block(tmp_path):
+    text = check_conv(tmp_path, (14, 16, 32, 3, 2, 1, 1), bias=True, relu=True)
+    assert "vector<8xf32>" in text
+
+
+@pytest.mark.parametrize("m, k, n", MATMUL, ids=[f"{m}x{k}x{n}" for m, k, n in MATMUL])
+def test_matmul_shapes_reduced(m, k, n):
+    m, k, n = max(1, m // 8), max(8, k // 8), max(8, n // 8)
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis(k, name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="matmul")
+    kernel = build_kernel("matmul", [A, B], [C], schedule="default")
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    out = np.empty((m, n), np.float32)
+    np.testing.assert_allclose(kernel(a, b, out=[out]), a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+    if n % 8 == 0:
+        assert "vector<8xf32>" in kernel.loop_ir
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.integers(3, 12), cin=st.integers(1, 12), cout=st.sampled_from([5, 8, 12, 16, 24]),
+       k=st.sampled_from([1, 3, 5]), stride=st.integers(1, 3), pad=st.integers(0, 2),
+       depthwise=st.booleans(), epilogue=st.booleans())
+def test_random_convs_default_schedule(tmp_path, size, cin, cout, k, stride, pad, depthwise,
+                                       epilogue):
+    if size + 2 * pad < k:
+        return
+    groups = 1
+    if depthwise:
+        cin, groups = cout, cout
+    check_conv(tmp_path, (size, cin, cout, k, stride, pad, groups), bias=epilogue, relu=epilogue)
+
+
+@settings(max_examples=10, deadline=None)
+@given(m=st.integers(1, 40), k=st.integers(1, 40), n=st.integers(1, 48))
+def test_random_matmuls_default_schedule(m, k, n):
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis(k, name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="matmul")
+    kernel = build_kernel("matmul", [A, B], [C], schedule="default")
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    out = np.empty((m, n), np.float32)
+    np.testing.assert_allclose(kernel(a, b, out=[out]), a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+def test_template_choices_for_a_conv():
+    """The conv template vectorizes over output channels and blocks output pixels."""
+    model = conv_model(7, 16, 32, 3, 1, 1, 1)
+    module = xweave.load_onnx(model)
+    from xweave.pipeline import llvm_stages
+    from xdsl.passes import PassPipeline
+    from xweave.context import make_context
+
+    stages = llvm_stages()
+    names = [s.name for s in stages]
+    for stage in stages[: names.index("loop") + 1]:
+        PassPipeline(stage.passes).apply(make_context(), module)
+    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes)
+    info = analyse(kernel)
+    template = template_for(info)
+    config = template.default_config(info)
+    assert template.name == "blocked-reduction"
+    assert config["tile_cols"] == 16 and config["tile_rows"] > 1
+    assert any(s.startswith('loop-pack{buffer=1') for s in template.pipeline(info, config))
