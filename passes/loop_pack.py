@@ -37,9 +37,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    i64,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -55,6 +64,32 @@ from xweave.passes.loop_regions import (
     simplify_access,
 )
 from xweave.passes.loop_utils import kernels, materialize
+
+
+PACK_ATTR = "xweave.pack"
+"""On a packed buffer's `loop.alloc`: which argument it packs and how (`argument`,
+`split_dim`, `factor`, `order`), so a later pass can pack constant arguments at
+compile time (`loop-fold-constant-packs`)."""
+
+
+def pack_array(array: np.ndarray, splits: list[tuple[int, int]], order: list[int]) -> np.ndarray:
+    """`array` in the packed layout (numpy's version of the packing stage)."""
+    padded = np.pad(array, [(0, -(-n // dict(splits)[d]) * dict(splits)[d] - n)
+                            if d in dict(splits) else (0, 0) for d, n in enumerate(array.shape)])
+    shape: list[int] = []
+    position = {}  # original dim -> position of its outer (or whole) part after reshape
+    inner = {}
+    for d, n in enumerate(padded.shape):
+        position[d] = len(shape)
+        if d in dict(splits):
+            f = dict(splits)[d]
+            shape += [n // f, f]
+            inner[d] = position[d] + 1
+        else:
+            shape.append(n)
+    split_layout = [position[d] for d in range(array.ndim)] + [inner[d] for d, _ in splits]
+    reshaped = padded.reshape(shape).transpose(split_layout)
+    return np.ascontiguousarray(reshaped.transpose(order))
 
 
 def packed_shape(shape: list[int], splits: list[tuple[int, int]]) -> list[int]:
@@ -143,6 +178,11 @@ class LoopPackPass(ModulePass):
         def run() -> None:
             packed = loop.AllocOp(new_type)
             packed.memref.name_hint = f"{hint}_packed"
+            packed.attributes[PACK_ATTR] = DictionaryAttr({
+                "argument": IntegerAttr(index, 64),
+                "split_dim": DenseArrayBase.from_list(i64, [d for d, _ in splits]),
+                "factor": DenseArrayBase.from_list(i64, [f for _, f in splits]),
+                "order": DenseArrayBase.from_list(i64, order)})
             nest = self._packing_nest(arg, packed.memref, shape, splits, order,
                                       f"{hint}_pack")
             block = kernel.body.block

@@ -230,21 +230,19 @@ class BlockedReduction(Template):
 
     def _packs(self, info: KernelInfo, anchor: Stage, v: int, cols: int) -> list[str]:
         """Pack each operand read along axis `v` (the vector axis, or the rows) into
-        `cols`-wide panels laid out one after the other (dense weights [N][K] -> [N/16][K][16], matmul B
-        [K][N] -> [N/16][K][16], conv weights OIHW -> [O/16][I][H][W][16]), when a
-        panel is reused by enough rows to pay for the copy: the reduction then reads
-        each panel sequentially instead of 16 floats per row of a wide matrix."""
+        `cols`-wide panels laid out one after the other (dense weights [N][K] ->
+        [N/16][K][16], matmul B [K][N] -> [N/16][K][16], conv weights OIHW ->
+        [O/16][I][H][W][16]): the reduction then reads each panel sequentially
+        instead of 16 floats per row of a wide matrix. Constant operands (weights) are packed at compile time by
+        loop-fold-constant-packs; others are copied per call, which pays for itself
+        unless few rows reuse a panel (a matrix-vector product of two activations)."""
         vector_axis = anchor.spatial[v][0]
         reduce = {name for name, _ in anchor.reduce}
-        rows_total = 1  # how many outputs reuse one panel
-        for d, (name, extent) in enumerate(anchor.spatial):
-            if d != v:
-                rows_total *= extent
         steps = []
         for arg, dims in anchor.reads:
             uses = [d for d, loops in enumerate(dims) if vector_axis in loops]
-            if (len(uses) != 1 or dims[uses[0]] != {vector_axis} or rows_total < 16
-                    or cols == 1 or not any(loops & reduce for loops in dims)):
+            if (len(uses) != 1 or dims[uses[0]] != {vector_axis} or cols == 1
+                    or not any(loops & reduce for loops in dims)):
                 continue
             split = uses[0]
             rest = [d for d in range(len(dims)) if d != split]
