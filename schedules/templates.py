@@ -18,6 +18,7 @@ may choose from, `default_config(info)` is the untuned choice.
 
 from __future__ import annotations
 
+import itertools
 from abc import ABC, abstractmethod
 
 from xweave.dialects import loop
@@ -137,7 +138,15 @@ class BlockedReduction(Template):
         u, v = self._axes(anchor)
         nv = [n for n in (8, 16, 24, 32) if anchor.spatial[v][1] % n == 0] or [1]
         mu = list(range(1, min(16, anchor.spatial[u][1]) + 1))
-        return {"tile_rows": mu, "tile_cols": nv, "parallel": [True, False]}
+        reduce = [n for n, _ in anchor.reduce]
+        first = anchor.reduce[0][1] if anchor.reduce else 1
+        return {"tile_rows": mu, "tile_cols": nv, "parallel": [True, False],
+                # the order of the reduction loops inside a tile (rc,ry,rx / ry,rx,rc...)
+                "reduce_order": [",".join(p) for p in itertools.permutations(reduce)][:24],
+                # split the outermost reduction loop: its outer part runs first, the
+                # inner part innermost (the panel slice a tile reads stays in L1)
+                "reduce_split": [f for f in divisors(first) if f <= 64],
+                "unroll_reduce": [False, True], "pack_rows": [True, False]}
 
     def default_config(self, info: KernelInfo) -> dict:
         """The register block (rows x cols outputs) that keeps the FMA units busiest:
@@ -165,7 +174,9 @@ class BlockedReduction(Template):
                    for r in knobs["tile_rows"] for c in knobs["tile_cols"]
                    if registers(r, c) <= MAX_REGISTERS and c <= 2 * VECTOR]
         *_, cols, rows = max(fitting) if fitting else (0, 0, 0, True, knobs["tile_cols"][0], 1)
-        return {"tile_rows": rows, "tile_cols": cols, "parallel": True}
+        return {"tile_rows": rows, "tile_cols": cols, "parallel": True,
+                "reduce_order": knobs["reduce_order"][0], "reduce_split": 1,
+                "unroll_reduce": False, "pack_rows": True}
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
         k = info.name
@@ -183,11 +194,18 @@ class BlockedReduction(Template):
         steps += [step("loop-split", k, loop=names[u], factor=rows, **ragged),
                   step("loop-split", k, loop=names[v], factor=cols)]
         steps += self._packs(info, anchor, v, cols)
-        steps += self._packs(info, anchor, u, rows)
+        if config.get("pack_rows", True):
+            steps += self._packs(info, anchor, u, rows)
+        reduce_loops = self._reduce_loops(anchor, config)
+        split = config.get("reduce_split", 1)
+        if split > 1 and reduce_loops:
+            steps.append(step("loop-split", k, loop=reduce_loops[0], factor=split))
+            reduce_loops = [f"{reduce_loops[0]}.outer", *reduce_loops[1:],
+                            f"{reduce_loops[0]}.inner"]
         outer = [n for d, n in enumerate(names) if d not in (u, v)]
         tile_outer = [f"{names[u]}.outer", f"{names[v]}.outer"]
         tile_inner = [f"{names[u]}.inner", f"{names[v]}.inner"]
-        reduce = [n for n, _ in anchor.reduce] if output is None else []
+        reduce = reduce_loops if output is None else []
         # Column panels outermost: one panel of the packed operand (weights) stays in
         # cache while every row tile of the other axes streams past it.
         tile_loops = [tile_outer[1], *outer, tile_outer[0]]
@@ -202,8 +220,7 @@ class BlockedReduction(Template):
             steps.append(step("loop-compute-at", k, stage=anchor.name, at=at, scope="local",
                               order=order))
             a_names = [n for n, _ in anchor.spatial]
-            steps.append(step("loop-reorder", k, order=[n for n, _ in anchor.reduce]
-                              + [a_names[u], a_names[v]]))
+            steps.append(step("loop-reorder", k, order=reduce_loops + [a_names[u], a_names[v]]))
             write = tile_inner
         # The register block: the reduction's innermost tile loops.
         a_names = [n for n, _ in anchor.spatial]
@@ -212,6 +229,8 @@ class BlockedReduction(Template):
         init = [f"{anchor.name}_init.{n.split('.', 1)[1]}" for n in (a_names[u], a_names[v])]
         steps += vectorize_tile(k, init, [rows, cols])
         steps += vectorize_tile(k, write, [rows, cols])
+        if config.get("unroll_reduce") and reduce_loops:
+            steps.append(step("loop-unroll", k, loop=reduce_loops[-1]))
         if config["parallel"]:
             extent = dict(tiled.spatial)
             extent[tile_outer[0]] = -(-extent[names[u]] // rows)
@@ -227,6 +246,14 @@ class BlockedReduction(Template):
         steps.append(step("loop-simplify", k))
         return steps
 
+
+    @staticmethod
+    def _reduce_loops(anchor: Stage, config: dict) -> list[str]:
+        """The reduction loops in the configured order."""
+        order = config.get("reduce_order")
+        names = [n for n, _ in anchor.reduce]
+        chosen = order.split(",") if order else names
+        return chosen if sorted(chosen) == sorted(names) else names
 
     def _packs(self, info: KernelInfo, anchor: Stage, v: int, cols: int) -> list[str]:
         """Pack each operand read along axis `v` (the vector axis, or the rows) into
