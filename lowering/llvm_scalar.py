@@ -133,14 +133,6 @@ def _overflow(op: Operation) -> llvm.OverflowAttr:
     return llvm.OverflowAttr([llvm.OverflowFlag(n) for n in sorted(names)])
 
 
-def _no_fastmath(cls: type[Operation], operands: Sequence[SSAValue], t: Attribute) -> Operation:
-    return cls.create(
-        operands=list(operands),
-        result_types=[t],
-        properties={"fastmathFlags": llvm.FastMathAttr(None)},
-    )
-
-
 # --- arith --------------------------------------------------------------------------
 
 
@@ -344,26 +336,20 @@ def _fptoi(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
 
 # --- math ---------------------------------------------------------------------------
 
-_LLVM_UNARY_OPS: dict[type[Operation], type[Operation]] = {
-    math.ExpOp: llvm.FExpOp,
-    math.Exp2Op: llvm.FExp2Op,
-    math.LogOp: llvm.FLogOp,
-    math.Log2Op: llvm.FLog2Op,
-    math.SqrtOp: llvm.FSqrtOp,
-    math.AbsFOp: llvm.FAbsOp,
-    math.FloorOp: llvm.FFloorOp,
-    math.CeilOp: llvm.FCeilOp,
-    math.SinOp: llvm.FSinOp,
-    math.CosOp: llvm.FCosOp,
-}
-
-
-@_register(*_LLVM_UNARY_OPS)
-def _llvm_unary(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
-    return [b.emit1(_no_fastmath(_LLVM_UNARY_OPS[type(op)], b.operands(op), result_type(op)))]
-
-
+# Always through the suffixed intrinsic name (`llvm.exp.f32`, `llvm.exp.v8f32`): xDSL's
+# dedicated ops (llvm.FExpOp, ...) print one unmangled declaration, so a module using
+# both a scalar and a vector exp failed in LLVM ("Type of #1 arg mismatch").
 _INTRINSIC_UNARY: dict[type[Operation], str] = {
+    math.ExpOp: "llvm.exp",
+    math.Exp2Op: "llvm.exp2",
+    math.LogOp: "llvm.log",
+    math.Log2Op: "llvm.log2",
+    math.SqrtOp: "llvm.sqrt",
+    math.AbsFOp: "llvm.fabs",
+    math.FloorOp: "llvm.floor",
+    math.CeilOp: "llvm.ceil",
+    math.SinOp: "llvm.sin",
+    math.CosOp: "llvm.cos",
     math.TanhOp: "llvm.tanh",
     math.TanOp: "llvm.tan",
     math.SinhOp: "llvm.sinh",
@@ -428,7 +414,7 @@ def _libm_unary(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
 @_register(math.RsqrtOp)
 def _rsqrt(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
     t = result_type(op)
-    root = b.emit1(_no_fastmath(llvm.FSqrtOp, b.operands(op), t))
+    root = call_intrinsic(b, f"llvm.sqrt.{intrinsic_suffix(t)}", b.operands(op), t)
     return [b.emit1(llvm.FDivOp(b.const(1.0, t), root, CONTRACT))]
 
 
