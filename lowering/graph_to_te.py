@@ -1,7 +1,9 @@
 """convert-graph-to-te: every graph op becomes a call of a tensor-expression kernel.
 
 Kernels are defined by the operator library (`xweave.operators`) with the TE
-builder. Ops with equal type, attributes and operand types share one kernel.
+builder. Ops with equal type, attributes and operand types share one kernel. A
+`graph.fused` group becomes one kernel: each op's computes read the tensors of the
+ops before it instead of placeholders; equal groups share one kernel.
 `graph.constant` stays in `@main`: constants are bufferized by `convert-te-to-loop`.
 """
 
@@ -24,11 +26,12 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from xweave import te
+from xweave.dialects import graph
 from xweave.errors import XweaveError
 from xweave.operators import nn, transform
 
@@ -159,30 +162,77 @@ def _dtype(tensor_type: TensorType) -> str:
     raise XweaveError(f"convert-graph-to-te: unsupported element type {element}")
 
 
+def _op_signature(op: Operation, ref: Callable[[SSAValue], str]) -> str:
+    return f"{op.name}{sorted((k, str(v)) for k, v in op.properties.items())}" \
+           f"{[ref(o) for o in op.operands]}{[str(r.type) for r in op.results]}"
+
+
+def _signature(op: Operation) -> str:
+    """What makes two ops (or two graph.fused groups, op by op) compute the same."""
+    if not isinstance(op, graph.FusedOp):
+        return _op_signature(op, lambda v: str(v.type))
+    block = op.body.block
+    names: dict[SSAValue, str] = {a: f"arg{i}:{a.type}" for i, a in enumerate(block.args)}
+    parts = []
+    for j, inner in enumerate(block.ops):
+        parts.append(_op_signature(inner, lambda v: names[v]))
+        names.update((r, f"%{j}.{k}") for k, r in enumerate(inner.results))
+    return "fused" + "".join(parts)
+
+
+def _builder(op: Operation) -> Builder:
+    builder = BUILDERS.get(op.name)
+    if builder is None:
+        where = " (in a graph.fused group)" if isinstance(op.parent_op(), graph.FusedOp) else ""
+        raise XweaveError(f"convert-graph-to-te: no compute definition for {op.name}{where}")
+    return builder
+
+
+def _fused_outputs(fused: graph.FusedOp, placeholders: list[te.Tensor]) -> list[te.Tensor]:
+    """The group's te tensors: each op's compute reads the tensors of the ops before it."""
+    block = fused.body.block
+    values: dict[SSAValue, te.Tensor] = dict(zip(block.args, placeholders))
+    for inner in list(block.ops)[:-1]:
+        values[inner.results[0]] = _builder(inner)(inner, [values[o] for o in inner.operands])
+    return [values[v] for v in block.last_op.operands]  # pyright: ignore[reportOptionalMemberAccess]
+
+
+def _fused_base(fused: graph.FusedOp, limit: int = 48) -> str:
+    """`fused_conv2d_add_relu`: the op names in order, cut at `limit` characters."""
+    base = "fused"
+    for inner in list(fused.body.block.ops)[:-1]:
+        part = inner.name.removeprefix("graph.")
+        if len(base) + len(part) + 1 > limit:
+            break
+        base += f"_{part}"
+    return base
+
+
 @dataclass
 class _KernelTable:
-    """Kernels created so far, keyed by what makes two graph ops compute the same."""
+    """Kernels created so far, keyed by what makes two graph ops (or groups) compute the same."""
 
     module: ModuleOp
     by_key: dict[str, str]
     counts: dict[str, int]
 
     def kernel_for(self, op: Operation) -> str:
-        key = f"{op.name}{sorted((k, str(v)) for k, v in op.properties.items())}" \
-              f"{[str(o.type) for o in op.operands]}{[str(r.type) for r in op.results]}"
+        """The kernel computing graph op `op`, or all of a graph.fused group in one kernel."""
+        key = _signature(op)
         if key in self.by_key:
             return self.by_key[key]
-        builder = BUILDERS.get(op.name)
-        if builder is None:
-            raise XweaveError(f"convert-graph-to-te: no compute definition for {op.name}")
-        base = op.name.removeprefix("graph.")
-        name = f"{base}_{self.counts.get(base, 0)}"
-        self.counts[base] = self.counts.get(base, 0) + 1
+        inputs = op.body.block.args if isinstance(op, graph.FusedOp) else op.operands
         placeholders = [
             te.placeholder(tuple(o.type.get_shape()), _dtype(o.type), name=f"arg{i}")
-            for i, o in enumerate(op.operands)
+            for i, o in enumerate(inputs)
         ]
-        kernel = te.create_kernel(name, placeholders, [builder(op, placeholders)])
+        if isinstance(op, graph.FusedOp):
+            base, outputs = _fused_base(op), _fused_outputs(op, placeholders)
+        else:
+            base, outputs = op.name.removeprefix("graph."), [_builder(op)(op, placeholders)]
+        name = f"{base}_{self.counts.get(base, 0)}"
+        self.counts[base] = self.counts.get(base, 0) + 1
+        kernel = te.create_kernel(name, placeholders, outputs)
         self.module.body.block.add_op(kernel)
         self.by_key[key] = name
         return name
@@ -190,7 +240,8 @@ class _KernelTable:
 
 @dataclass(frozen=True)
 class ConvertGraphToTePass(ModulePass):
-    """Lower every graph op (but constants) to a call of a te kernel."""
+    """Lower every graph op (but constants) to a call of a te kernel; a graph.fused
+    group becomes one kernel holding the computes of all its ops."""
 
     name = "convert-graph-to-te"
 
@@ -198,9 +249,12 @@ class ConvertGraphToTePass(ModulePass):
         table = _KernelTable(op, {}, {})
         graph_funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" not in f.attributes]
         for function in graph_funcs:
-            for inner in list(function.walk()):
-                if not inner.name.startswith("graph.") or inner.name == "graph.constant":
-                    continue
+            targets = [
+                inner for inner in function.walk()
+                if inner.name.startswith("graph.") and inner.name != "graph.constant"
+                and not isinstance(inner.parent_op(), graph.FusedOp)  # lowered with their group
+            ]
+            for inner in targets:
                 kernel = table.kernel_for(inner)
                 call = func.CallOp(kernel, list(inner.operands), [r.type for r in inner.results])
                 Rewriter.replace_op(inner, call)

@@ -11,7 +11,9 @@ from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
     PythonValues,
+    ReturnedValues,
     impl,
+    impl_terminator,
     register_impls,
 )
 from xdsl.ir import Operation
@@ -499,3 +501,11 @@ class GraphFunctions(_MoreGraphFunctions):
     @impl(graph.TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: graph.TransposeOp, args: PythonValues):
         return _result(op, args[0].transpose(op.perm.get_values()))
+
+    @impl(graph.FusedOp)
+    def run_fused(self, interpreter: Interpreter, op: graph.FusedOp, args: PythonValues):
+        return interpreter.run_ssacfg_region(op.body, args, "graph.fused")
+
+    @impl_terminator(graph.YieldOp)
+    def run_yield(self, interpreter: Interpreter, op: graph.YieldOp, args: PythonValues):
+        return ReturnedValues(args), ()
