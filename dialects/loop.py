@@ -31,10 +31,15 @@ from typing import ClassVar, cast
 from xdsl.dialects.builtin import (
     I64,
     AffineMapAttr,
+    ArrayAttr,
+    DictionaryAttr,
+    UnitAttr,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    FixedBitwidthType,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     NoneAttr,
     ShapedType,
@@ -56,6 +61,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
@@ -722,8 +728,299 @@ def _print_expr(
             raise ValueError(f"unexpected affine expression {expr}")
 
 
+# ----------------------------------------------------------------------------------
+# Views: typed buffers inside one byte buffer (memory planning)
+# ----------------------------------------------------------------------------------
+
+
+def element_bytes(element_type: Attribute) -> int:
+    """Bytes one buffer element takes in memory (i1 takes a byte, index 8)."""
+    if isinstance(element_type, IndexType):
+        return 8
+    if isinstance(element_type, FixedBitwidthType):
+        return element_type.size
+    raise ValueError(f"no memory size for element type {element_type}")
+
+
+def buffer_bytes(memref_type: MemRefType) -> int:
+    """Bytes of a static, row-major buffer."""
+    count = 1
+    for dim in memref_type.get_shape():
+        count *= dim
+    return count * element_bytes(memref_type.get_element_type())
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """`%v = loop.view %arena[4096] : memref<8192xi8> to memref<4x8xf32>`: a typed buffer
+    at a constant byte offset inside a 1-D `i8` buffer.
+
+    `plan-memory` turns the intermediate buffers of `@main` into views of one arena, so
+    buffers whose lifetimes do not overlap share memory. The view is row-major and lies
+    wholly inside its source; both are in the same memory scope.
+    """
+
+    name = "loop.view"
+
+    source = operand_def(MemRefType)
+    """The byte buffer (`memref<Nxi8>`)."""
+    byte_offset = prop_def(IntegerAttr[I64], prop_name="offset")
+    """Where the view starts in the source, in bytes."""
+    result = result_def(MemRefType)
+
+    assembly_format = (
+        "$source `[` $offset `]` attr-dict `:` type($source) `to` type($result)"
+    )
+
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, source: SSAValue | Operation, offset: int, result_type: MemRefType):
+        super().__init__(
+            operands=[source], result_types=[result_type], properties={"offset": _i64(offset)}
+        )
+
+    @property
+    def offset(self) -> int:
+        """The byte offset."""
+        return self.byte_offset.value.data
+
+    def verify_(self) -> None:
+        source = cast(MemRefType, self.source.type)
+        result = cast(MemRefType, self.result.type)
+        if (
+            source.get_num_dims() != 1
+            or source.get_element_type() != IntegerType(8)
+            or source.get_shape()[0] < 0
+            or not isinstance(source.layout, NoneAttr)
+        ):
+            raise VerifyException(
+                f"source must be a static 1-D buffer of i8 (memref<Nxi8>), got {source}"
+            )
+        if any(dim < 0 for dim in result.get_shape()) or not isinstance(result.layout, NoneAttr):
+            raise VerifyException(f"result {result} must have a static shape and no layout")
+        if scope_of(source) != scope_of(result):
+            raise VerifyException(
+                f"result scope {scope_of(result).data} differs from the source scope "
+                f"{scope_of(source).data}"
+            )
+        offset, size = self.offset, buffer_bytes(result)
+        element = element_bytes(result.get_element_type())
+        if offset < 0 or offset % element:
+            raise VerifyException(
+                f"offset {offset} must be a non-negative multiple of the element size {element}"
+            )
+        if offset + size > source.get_shape()[0]:
+            raise VerifyException(
+                f"the view [{offset}, {offset + size}) does not fit in the "
+                f"{source.get_shape()[0]} bytes of the source"
+            )
+
+
+# ----------------------------------------------------------------------------------
+# Accelerator code: tensor intrinsic calls and dependency tokens
+# ----------------------------------------------------------------------------------
+
+
+def _param_value(attr: Attribute):
+    """A `loop.intrinsic` parameter as a Python value."""
+    if isinstance(attr, IntegerAttr):
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, UnitAttr):
+        return True
+    if isinstance(attr, ArrayAttr):
+        return tuple(_param_value(a) for a in attr.data)
+    return attr
+
+
+@irdl_op_definition
+class IntrinsicOp(IRDLOperation):
+    """`loop.intrinsic "vta.gemm"(%acc[%i, 0, 0], %inp[...], %wgt[...]) : ...`: one call of
+    a declared tensor intrinsic (see `xweave.accel.api`), made by `tensorize`.
+
+    Each operand is a buffer with an affine access: the index at which the intrinsic's
+    tensor starts in it. `params` holds static arguments (sizes, opcodes, ...)."""
+
+    name = "loop.intrinsic"
+
+    callee = prop_def(StringAttr)
+    """The qualified intrinsic name, `<accelerator>.<intrinsic>`."""
+    buffers = var_operand_def(MemRefType)
+    """The intrinsic's tensors: its output first, then its inputs (as declared)."""
+    indices = var_operand_def(IndexType)
+    """The operands of every access map (shared)."""
+    maps = prop_def(ArrayAttr[AffineMapAttr])
+    """One map per buffer, from `indices` to the buffer's start index."""
+    params = opt_prop_def(DictionaryAttr)
+    """Static arguments of the call."""
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        callee: str,
+        buffers: Sequence[SSAValue | Operation],
+        indices: Sequence[SSAValue | Operation],
+        maps: Sequence[AffineMap | AffineMapAttr],
+        params: dict[str, Attribute] | DictionaryAttr | None = None,
+    ):
+        props: dict[str, Attribute] = {
+            "callee": StringAttr(callee),
+            "maps": ArrayAttr([m if isinstance(m, AffineMapAttr) else AffineMapAttr(m) for m in maps]),
+        }
+        if params:
+            props["params"] = params if isinstance(params, DictionaryAttr) else DictionaryAttr(params)
+        super().__init__(operands=[buffers, indices], properties=props)
+
+    @property
+    def callee_name(self) -> str:
+        return self.callee.data
+
+    @property
+    def operand_maps(self) -> list[AffineMap]:
+        return [m.data for m in self.maps.data]
+
+    @property
+    def static_attrs(self) -> dict[str, object]:
+        """`params` as Python values (ints, strings, True for unit, tuples)."""
+        if self.params is None:
+            return {}
+        return {k: _param_value(v) for k, v in self.params.data.items()}
+
+    def verify_(self) -> None:
+        if not re.fullmatch(r"[A-Za-z_][\w]*\.[A-Za-z_][\w.]*", self.callee.data):
+            raise VerifyException(
+                f"intrinsic name {self.callee.data!r} must be qualified: '<accelerator>.<name>'"
+            )
+        maps = self.operand_maps
+        if len(maps) != len(self.buffers):
+            raise VerifyException(f"{len(self.buffers)} buffers but {len(maps)} access maps")
+        for i, (buffer, m) in enumerate(zip(self.buffers, maps)):
+            rank = cast(MemRefType, buffer.type).get_num_dims()
+            if m.num_dims + m.num_symbols != len(self.indices):
+                raise VerifyException(
+                    f"access map {i} takes {m.num_dims + m.num_symbols} operands, "
+                    f"but the call has {len(self.indices)} indices"
+                )
+            if len(m.results) != rank:
+                raise VerifyException(
+                    f"access map {i} has {len(m.results)} results, but buffer {i} has rank {rank}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.callee.data)
+        printer.print_string("(")
+        for i, (buffer, m) in enumerate(zip(self.buffers, self.operand_maps)):
+            if i:
+                printer.print_string(", ")
+            printer.print_ssa_value(buffer)
+            with printer.in_square_brackets():
+                printer.print_list(
+                    m.results, lambda e: _print_expr(printer, e, self.indices, m.num_dims)
+                )
+        printer.print_string(")")
+        if self.params is not None:
+            printer.print_string(" params ")
+            printer.print_attribute(self.params)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list(self.buffers, lambda b: printer.print_attribute(b.type))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IntrinsicOp:
+        callee = parser.parse_str_literal(" (the intrinsic name)")
+        accesses: list[tuple[object, AffineMap, Sequence[SSAValue]]] = []
+
+        def one() -> None:
+            buffer = parser.parse_unresolved_operand()
+            symbol_map, idx = parser.parse_affine_map_of_ssa_ids()
+            accesses.append((buffer, symbol_map, idx))
+
+        parser.parse_comma_separated_list(parser.Delimiter.PAREN, one)
+        params = None
+        if parser.parse_optional_keyword("params") is not None:
+            pos = parser.pos
+            params = parser.parse_attribute()
+            if not isinstance(params, DictionaryAttr):
+                parser.raise_error("expected a dictionary after 'params'", pos)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != len(accesses):
+            parser.raise_error(f"expected {len(accesses)} buffer types, got {len(types)}")
+        indices: list[SSAValue] = []
+        maps: list[AffineMap] = []
+        for _, symbol_map, idx in accesses:
+            dims = []
+            for value in idx:
+                if value not in indices:
+                    indices.append(value)
+            dims = [AffineExpr.dimension(indices.index(v)) for v in idx]
+            maps.append(
+                AffineMap(0, 0, tuple(e.replace_dims_and_symbols((), dims) for e in symbol_map.results))
+            )
+        maps = [AffineMap(len(indices), 0, m.results) for m in maps]
+        buffers = [parser.resolve_operand(b, t) for (b, _, _), t in zip(accesses, types)]
+        op = cls(callee, buffers, indices, maps, params)
+        op.attributes |= attributes
+        return op
+
+
+_STAGE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _DepOp(IRDLOperation):
+    """Shared part of `loop.dep_push` / `loop.dep_pop`."""
+
+    src = prop_def(StringAttr)
+    """The producing stage (module), e.g. `load`."""
+    dst = prop_def(StringAttr)
+    """The consuming stage, e.g. `compute`."""
+
+    assembly_format = "$src `->` $dst attr-dict"
+
+    def __init__(self, src: str, dst: str):
+        super().__init__(properties={"src": StringAttr(src), "dst": StringAttr(dst)})
+
+    @property
+    def src_stage(self) -> str:
+        return self.src.data
+
+    @property
+    def dst_stage(self) -> str:
+        return self.dst.data
+
+    def verify_(self) -> None:
+        for what, value in (("source", self.src.data), ("destination", self.dst.data)):
+            if not _STAGE_NAME.fullmatch(value):
+                raise VerifyException(f"invalid {what} stage name {value!r}")
+        if self.src.data == self.dst.data:
+            raise VerifyException(
+                f"a dependency token goes between two different stages, got {self.src.data!r} twice"
+            )
+
+
+@irdl_op_definition
+class DepPushOp(_DepOp):
+    """`loop.dep_push "load" -> "compute"`: once the preceding work of stage `src` is done,
+    send one token to stage `dst` (latency hiding; inserted by `virtual-threads`)."""
+
+    name = "loop.dep_push"
+
+
+@irdl_op_definition
+class DepPopOp(_DepOp):
+    """`loop.dep_pop "load" -> "compute"`: stage `dst` waits for one token from `src`
+    before its following work."""
+
+    name = "loop.dep_pop"
+
+
 Loop = Dialect(
     "loop",
-    [ForOp, YieldOp, AllocOp, GlobalOp, GetGlobalOp, LoadOp, StoreOp],
+    [ForOp, YieldOp, AllocOp, GlobalOp, GetGlobalOp, LoadOp, StoreOp, ViewOp,
+     IntrinsicOp, DepPushOp, DepPopOp],
     [ForKindAttr, ScopeAttr],
 )

@@ -17,6 +17,7 @@ Each `func.func` is rebuilt as an `llvm.func` in one walk (see `llvm_builder`):
   by the runtime); every other kind is serial (`loop-vectorize`/`loop-unroll` have
   already rewritten the loops they handle);
 * `scf.if` (with results) and `scf.for` (with iteration values) become blocks too;
+* `loop.view` (a buffer inside a byte buffer): a byte `getelementptr`;
 * `loop.alloc`: `#loop.scope<local>` -> `llvm.alloca` in the entry block (above
   `LOCAL_STACK_LIMIT` bytes, heap instead, so a big buffer cannot overflow a thread's
   stack); global scope -> `aligned_alloc(64, ...)` where the alloc is (hoisted to the
@@ -61,6 +62,7 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
     UnitAttr,
     VectorType,
+    i8,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -267,24 +269,31 @@ class _ModuleLowering:
     def _find_aliased_args(self, functions: Sequence[func.FuncOp]) -> None:
         """(callee, arg index) pairs that some call binds to a buffer also passed elsewhere."""
 
-        def root(value: SSAValue) -> object:
+        def root(value: SSAValue) -> tuple[object, int, int]:
+            """The underlying buffer of `value` and the byte range `value` covers in it."""
             owner = value.owner
+            if isinstance(owner, loop.ViewOp):
+                base, start, _ = root(owner.source)
+                size = loop.buffer_bytes(cast(MemRefType, value.type))
+                return base, start + owner.offset, start + owner.offset + size
             if isinstance(owner, Operation) and is_get_global(owner):
-                return ("global", get_global_name(owner))
-            return value
+                return ("global", get_global_name(owner)), 0, _UNBOUNDED
+            return value, 0, _UNBOUNDED
 
         for function in functions:
             for op in function.walk():
                 if not isinstance(op, func.CallOp):
                     continue
                 callee = op.callee.root_reference.data
-                roots: dict[object, list[int]] = {}
-                for i, arg in enumerate(op.arguments):
-                    if isinstance(arg.type, MemRefType):
-                        roots.setdefault(root(arg), []).append(i)
-                for positions in roots.values():
-                    if len(positions) > 1:
-                        self.aliased_args.update((callee, i) for i in positions)
+                ranges = [
+                    (i, root(arg))
+                    for i, arg in enumerate(op.arguments)
+                    if isinstance(arg.type, MemRefType)
+                ]
+                for n, (i, (base, start, end)) in enumerate(ranges):
+                    for j, (other, other_start, other_end) in ranges[n + 1:]:
+                        if base == other and start < other_end and other_start < end:
+                            self.aliased_args.update(((callee, i), (callee, j)))
 
     def _lower_function(self, op: func.FuncOp, ftype: llvm.LLVMFunctionType) -> llvm.FuncOp:
         name = op.sym_name.data
@@ -356,6 +365,7 @@ class FunctionLowering(FunctionBuilder):
         self.handlers: dict[type[Operation], Callable[[Operation], None]] = {
             loop.ForOp: self.lower_for,
             loop.AllocOp: self.lower_alloc,
+            loop.ViewOp: self.lower_view,
             loop.LoadOp: self.lower_load,
             loop.StoreOp: self.lower_store,
             memref.LoadOp: self.lower_load,
@@ -549,6 +559,15 @@ class FunctionLowering(FunctionBuilder):
         align = max(align or 1, GLOBAL_ALIGNMENT)
         self.map(op.results[0], self.emit_heap_alloc(op, nbytes, align))
         self.buffer_alignment[op.results[0]] = align
+
+    def lower_view(self, op: loop.ViewOp) -> None:
+        """`getelementptr i8, source, offset`; aligned as far as the source and offset prove."""
+        source = self.get(op.source)
+        ptr = self.emit1(llvm.GEPOp(source, [op.offset], i8, inbounds=True)) if op.offset else source
+        self.map(op.result, ptr)
+        known = self.buffer_alignment.get(op.source)
+        if known is not None:
+            self.buffer_alignment[op.result] = min(known, _pow2(op.offset))
 
     def emit_heap_alloc(self, op: Operation, nbytes: int, align: int) -> SSAValue:
         """`aligned_alloc(align, nbytes rounded up)`, freed at every return.

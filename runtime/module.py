@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
 
 from xweave.errors import InputError, ModelError
 
@@ -77,19 +77,38 @@ def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     return specs[0], specs[1]
 
 
+def _aligned_empty(nbytes: int, alignment: int = 64) -> np.ndarray:
+    """An uninitialized byte array whose data starts at a multiple of `alignment`."""
+    raw = np.empty(nbytes + alignment, np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + nbytes]
+
+
 class CompiledModule:
-    """A model compiled for the CPU: call `run(**inputs)`, `export(path)`."""
+    """A model compiled for the CPU: call `run(**inputs)`, `export(path)`.
+
+    The intermediate buffers of one instance live in one arena of `peak_memory_bytes`
+    (see `plan-memory`), allocated when the instance is created: calls of one instance
+    must not overlap (run them from one thread at a time, or load one per thread).
+    """
 
     def __init__(self, object_bytes: bytes, params: dict[str, np.ndarray],
-                 inputs: list[TensorSpec], outputs: list[TensorSpec], compiled=None):
+                 inputs: list[TensorSpec], outputs: list[TensorSpec], compiled=None,
+                 peak_memory_bytes: int | None = None):
+        from xweave.passes.memory_plan import ARENA
         from xweave.runtime.jit import load_object
 
         self.object_bytes = object_bytes
-        self.params = params
+        self.params = {k: v for k, v in params.items() if k != ARENA}  # not a weight
         self.inputs = inputs
         self.outputs = outputs
+        self.peak_memory_bytes = peak_memory_bytes
+        """Bytes of the arena holding the intermediate buffers (None: not planned)."""
         self._compiled = compiled  # the CompiledObject, when built in this process
-        self._engine = load_object(object_bytes, params)
+        symbols = dict(self.params)
+        if peak_memory_bytes:
+            symbols[ARENA] = _aligned_empty(peak_memory_bytes)
+        self._engine = load_object(object_bytes, symbols)
         self._main = self._engine.get_function(
             "main", [ctypes.c_void_p] * (len(inputs) + len(outputs))
         )
@@ -98,10 +117,13 @@ class CompiledModule:
     def from_llvm_module(module: ModuleOp, params: dict[str, np.ndarray],
                          signature: tuple[list[TensorSpec], list[TensorSpec]]) -> CompiledModule:
         """Optimize and compile an llvm-dialect module for the host CPU."""
+        from xweave.passes.memory_plan import PEAK_ATTR
         from xweave.runtime.jit import compile_llvm
 
         compiled = compile_llvm(module)
-        return CompiledModule(compiled.object_bytes, params, signature[0], signature[1], compiled)
+        peak = module.attributes.get(PEAK_ATTR)
+        return CompiledModule(compiled.object_bytes, params, signature[0], signature[1], compiled,
+                              peak.value.data if isinstance(peak, IntegerAttr) else None)
 
     @property
     def llvm_ir(self) -> str:
@@ -178,6 +200,7 @@ class CompiledModule:
             "target": "llvm",
             "inputs": [s.to_json() for s in self.inputs],
             "outputs": [s.to_json() for s in self.outputs],
+            "peak_memory_bytes": self.peak_memory_bytes,
         }
         params = io.BytesIO()
         np.savez(params, **self.params)
@@ -199,6 +222,10 @@ def load_module(path: str | os.PathLike) -> CompiledModule:
     try:
         with zipfile.ZipFile(path) as zf:
             manifest = json.loads(zf.read("manifest.json"))
+            if manifest.get("target", "llvm") != "llvm":  # CPU + accelerator
+                from xweave.runtime.hetero import load_hetero
+
+                return load_hetero(path, zf, manifest)  # pyright: ignore[reportReturnType]
             object_bytes = zf.read("module.o")
             with np.load(io.BytesIO(zf.read("params.npz"))) as npz:
                 params = {k: npz[k] for k in npz.files}
@@ -213,4 +240,5 @@ def load_module(path: str | os.PathLike) -> CompiledModule:
         object_bytes, params,
         [TensorSpec.from_json(d) for d in manifest["inputs"]],
         [TensorSpec.from_json(d) for d in manifest["outputs"]],
+        peak_memory_bytes=manifest.get("peak_memory_bytes"),
     )

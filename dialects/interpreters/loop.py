@@ -239,6 +239,16 @@ class LoopFunctions(InterpreterFunctions):
         dtype = numpy_dtype(memref_type.get_element_type())
         return (np.zeros(memref_type.get_shape(), dtype),)
 
+    @impl(loop.ViewOp)
+    def run_view(self, interpreter: Interpreter, op: loop.ViewOp, args: PythonValues):
+        (source,) = args
+        result_type = op.result.type
+        assert isinstance(result_type, MemRefType)
+        dtype = numpy_dtype(result_type.get_element_type())
+        nbytes = loop.buffer_bytes(result_type)
+        raw = source[op.offset : op.offset + nbytes]
+        return (raw.view(dtype).reshape(result_type.get_shape()),)
+
     @impl(loop.LoadOp)
     def run_load(self, interpreter: Interpreter, op: loop.LoadOp, args: PythonValues):
         buffer, *indices = args
@@ -277,6 +287,11 @@ class LoopFunctions(InterpreterFunctions):
                 array = _dense_array(initial)
             elif isinstance(initial, DenseResourceAttr):
                 array = _resource_array(initial)
+            elif isinstance(global_op, memref.GlobalOp) and global_op.constant is None:
+                # `= uninitialized`: writable storage (e.g. plan-memory's arena)
+                array = np.zeros(
+                    global_op.type.get_shape(), numpy_dtype(global_op.type.get_element_type())
+                )
             else:
                 raise InterpretationError(f"global {name} has no dense initial value")
             array = array.reshape(global_op.type.get_shape())

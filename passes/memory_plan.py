@@ -1,0 +1,223 @@
+"""plan-memory: static memory planning of the model's intermediate buffers.
+
+After `convert-te-to-loop`, `@main` allocates one `loop.alloc` per intermediate tensor
+and calls kernels in order. This pass gives each such buffer a lifetime (the top-level
+ops of `@main`, in order, from its first use to its last), then packs all of them into
+one byte arena, greedily by size: the largest buffer first, each at the lowest
+offset (a multiple of `alignment`) where it overlaps no buffer alive at the same time.
+Buffers whose lifetimes do not overlap share memory; every buffer a call uses is alive
+at that call, so a kernel's inputs never alias its outputs.
+
+```mlir
+memref.global "private" @xweave_arena : memref<N x i8> = uninitialized  // one per module
+func.func @main(...) {
+  %arena = memref.get_global @xweave_arena : memref<Nxi8>
+  %0 = loop.view %arena[0] : memref<Nxi8> to memref<1x64x56x56xf32>   // was loop.alloc
+  ...
+```
+
+(xDSL prints `memref.global` in generic form.) The arena is an uninitialized, writable
+global: the runtime binds it once per loaded module instance (not per call). The
+module records `xweave.peak_memory_bytes` (the arena's size) and
+`xweave.unplanned_memory_bytes` (what the buffers took separately).
+Left alone: allocs nested in loops or branches, in other scopes than global, with a
+layout, or reaching `func.return`; kernels and their temporaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    UnitAttr,
+    i8,
+    i64,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import PassFailedException
+
+from xweave.dialects import loop
+
+ARENA = "xweave_arena"
+"""Symbol of the arena global (the runtime binds a buffer of its size to it)."""
+PEAK_ATTR = "xweave.peak_memory_bytes"
+"""Module attribute: the arena's size in bytes."""
+UNPLANNED_ATTR = "xweave.unplanned_memory_bytes"
+"""Module attribute: the bytes the planned buffers would take, each on its own."""
+
+
+@dataclass
+class Buffer:
+    """A buffer to place: its size, and the first and last op (index) that use it."""
+
+    size: int
+    first: int
+    last: int
+    alignment: int = 1
+    offset: int = -1
+    """Set by `plan_offsets`."""
+
+    def overlaps(self, other: Buffer) -> bool:
+        """Both are alive at some op."""
+        return self.first <= other.last and other.first <= self.last
+
+
+def _align_up(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+def plan_offsets(buffers: Sequence[Buffer], alignment: int = 64) -> int:
+    """Set every buffer's offset; return the arena size (a multiple of `alignment`).
+
+    Greedy by size: biggest first (ties: earliest first use), each at the lowest
+    aligned offset where it overlaps no already placed buffer alive at the same time.
+    """
+    placed: list[Buffer] = []
+    arena = 0
+    for buf in sorted(buffers, key=lambda b: (-b.size, b.first, b.last)):
+        align = max(alignment, buf.alignment)
+        size = _align_up(max(buf.size, 1), alignment)
+        offset = 0
+        for other in sorted((p for p in placed if p.overlaps(buf)), key=lambda p: p.offset):
+            if offset + size <= other.offset:
+                break  # fits in the gap before `other`
+            end = other.offset + _align_up(max(other.size, 1), alignment)
+            offset = max(offset, _align_up(end, align))
+        buf.offset = offset
+        placed.append(buf)
+        arena = max(arena, offset + size)
+    return arena
+
+
+def live_peak(buffers: Sequence[Buffer]) -> int:
+    """The most bytes alive at one op: no arena can be smaller."""
+    points = {b.first for b in buffers}
+    return max((sum(b.size for b in buffers if b.first <= t <= b.last) for t in points), default=0)
+
+
+def _top_level_index(op: Operation, block: Block, index: dict[Operation, int]) -> int:
+    """The position in `block` of the op of `block` that holds `op`."""
+    while op.parent_block() is not block:
+        parent = op.parent_op()
+        assert parent is not None, "a use outside the function"
+        op = parent
+    return index[op]
+
+
+def _lifetime(
+    alloc: loop.AllocOp, block: Block, index: dict[Operation, int]
+) -> tuple[int, int] | None:
+    """First and last position that use the buffer (through aliases too), or None if
+    it reaches a `func.return`."""
+    positions: list[int] = []
+    work: list[SSAValue] = [alloc.memref]
+    while work:
+        value = work.pop()
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, func.ReturnOp):
+                return None
+            positions.append(_top_level_index(user, block, index))
+            work.extend(r for r in user.results if isinstance(r.type, MemRefType))
+    if not positions:
+        return index[alloc], index[alloc]
+    return min(positions), max(positions)
+
+
+def _plannable(op: Operation) -> bool:
+    if not isinstance(op, loop.AllocOp):
+        return False
+    t = op.memref.type
+    assert isinstance(t, MemRefType)
+    return (
+        loop.scope_of(t) == loop.GLOBAL_SCOPE
+        and isinstance(t.layout, NoneAttr)
+        and all(d >= 0 for d in t.get_shape())
+    )
+
+
+def plan_function(function: func.FuncOp, module: ModuleOp, alignment: int = 64) -> None:
+    """Put the top-level global buffers of `function` into the module's arena."""
+    block = function.body.block
+    ops = list(block.ops)
+    index = {op: i for i, op in enumerate(ops)}
+    allocs: list[tuple[loop.AllocOp, Buffer]] = []
+    for op in ops:
+        if not _plannable(op):
+            continue
+        assert isinstance(op, loop.AllocOp)
+        lifetime = _lifetime(op, block, index)
+        if lifetime is None:
+            continue
+        t = op.memref.type
+        assert isinstance(t, MemRefType)
+        own = op.alignment.value.data if op.alignment is not None else 1
+        allocs.append((op, Buffer(loop.buffer_bytes(t), *lifetime, alignment=own)))
+    if not allocs:
+        if SymbolTable.lookup_symbol(module, ARENA) is None:
+            _record(module, 0, 0)
+        return
+    if SymbolTable.lookup_symbol(module, ARENA) is not None:
+        raise PassFailedException(
+            f"plan-memory: the module already has a symbol @{ARENA}; it was planned "
+            "before, and new buffers cannot be added to its arena"
+        )
+
+    buffers = [b for _, b in allocs]
+    size = plan_offsets(buffers, alignment)
+    arena_type = MemRefType(i8, [size])
+    arena_global = memref.GlobalOp.get(
+        StringAttr(ARENA), arena_type, UnitAttr(), alignment=IntegerAttr(alignment, i64)
+    )
+    Rewriter.insert_op(arena_global, InsertPoint.before(function))
+    arena = memref.GetGlobalOp(ARENA, arena_type)
+    arena.memref.name_hint = "arena"
+    Rewriter.insert_op(arena, InsertPoint.at_start(block))
+    for alloc, buf in allocs:
+        view = loop.ViewOp(arena, buf.offset, alloc.memref.type)
+        view.attributes.update(alloc.attributes)
+        view.result.name_hint = alloc.memref.name_hint
+        Rewriter.replace_op(alloc, view)
+    _record(module, size, sum(b.size for b in buffers))
+
+
+def _record(module: ModuleOp, peak: int, unplanned: int) -> None:
+    module.attributes[PEAK_ATTR] = IntegerAttr(peak, i64)
+    module.attributes[UNPLANNED_ATTR] = IntegerAttr(unplanned, i64)
+
+
+@dataclass(frozen=True)
+class PlanMemoryPass(ModulePass):
+    """Share one arena among @main's intermediate buffers whose lifetimes do not overlap."""
+
+    name = "plan-memory"
+
+    function: str = "main"
+    """The function whose buffers are planned (the model's entry point)."""
+    alignment: int = 64
+    """Every buffer starts at a multiple of this many bytes (a power of two)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.alignment <= 0 or self.alignment & (self.alignment - 1):
+            raise PassFailedException(
+                f"plan-memory: alignment must be a positive power of two, got {self.alignment}"
+            )
+        function = SymbolTable.lookup_symbol(op, self.function)
+        if not isinstance(function, func.FuncOp) or function.is_declaration:
+            return  # nothing to plan (e.g. a module of kernels only)
+        if len(function.body.blocks) != 1:
+            raise PassFailedException(
+                f"plan-memory: @{self.function} must have a single block to be planned"
+            )
+        plan_function(function, op, self.alignment)
