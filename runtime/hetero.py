@@ -1,0 +1,274 @@
+"""A model split between the CPU and an accelerator: compile, run, export, load.
+
+A `HeteroModule` executes the steps of an offload plan (`accel/vta/offload.py`) in
+order over a table of named tensors: a CPU step is a `CompiledModule` built through the
+ordinary LLVM pipeline, an accelerator step is a layer object whose `run(x)` returns
+`(output, report)` (for VTA, the simulator's `SimReport`: cycles and utilization). The
+reports of the last run are kept per layer (`layer_reports`).
+
+An exported hetero module is the usual single zip file (`manifest.json` with
+`"target": "<accelerator>"`), holding each CPU segment's object code and parameters and
+each accelerator layer's description and arrays; `xweave.load_module` reads it back
+without recompiling the CPU code (accelerator microcode is generated when a layer runs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xweave.errors import ModelError
+from xweave.runtime.module import FORMAT_VERSION, CompiledModule, TensorSpec
+
+#: How to rebuild an accelerator's layers from an exported module: "module:Class",
+#: where Class.from_json(description, arrays) returns the layer.
+LAYER_LOADERS = {"vta": "xweave.accel.vta.offload:VtaLayer"}
+
+
+@dataclass
+class CpuStep:
+    """A CPU segment: a compiled module reading and writing named tensors."""
+
+    module: CompiledModule
+    inputs: list[str]
+    outputs: list[str]
+
+
+@dataclass
+class AcceleratorStep:
+    """An offloaded layer: `layer.run(x) -> (y, report)`."""
+
+    layer: Any
+    input: str
+    output: str
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    """What one offloaded layer did in the last run."""
+
+    name: str
+    description: str
+    report: Any
+    """The accelerator's report (a VTA `SimReport`), or None if it gives none."""
+
+    def line(self) -> str:
+        r = self.report
+        if r is None:
+            return f"{self.name:<16} {self.description}: no simulator report"
+        return (f"{self.name:<16} {r.total_cycles:>10} cycles  compute util. "
+                f"{r.compute_utilization:6.1%}  ({self.description})")
+
+
+class HeteroModule:
+    """A model whose conv2d/dense layers run on an accelerator and the rest on the CPU."""
+
+    def __init__(self, steps: list[CpuStep | AcceleratorStep], inputs: list[TensorSpec],
+                 outputs: list[TensorSpec], input_keys: list[str], output_keys: list[str],
+                 accelerator: str):
+        self.steps = steps
+        self.inputs = inputs
+        self.outputs = outputs
+        self.input_keys = input_keys
+        self.output_keys = output_keys
+        self.accelerator = accelerator
+        self.layer_reports: list[LayerReport] = []
+
+    @staticmethod
+    def from_plan(plan, inputs: list[TensorSpec], outputs: list[TensorSpec], accelerator: str,
+                  threads: int | None = None, dump_dir: Path | None = None,
+                  **build_options) -> HeteroModule:
+        """Compile the CPU segments of an offload plan with the LLVM pipeline
+        (`build_options`: more keywords of `xweave.build`, e.g. fuse, tuning_records)."""
+        from xweave.accel.vta.offload import CpuSegment
+        from xweave.driver import build
+
+        steps: list[CpuStep | AcceleratorStep] = []
+        for i, step in enumerate(plan.steps):
+            if isinstance(step, CpuSegment):
+                sub = dump_dir / f"cpu{i:02d}" if dump_dir is not None else None
+                compiled = build(step.module, target="llvm", threads=threads, dump_ir=sub,
+                                 **build_options)
+                steps.append(CpuStep(compiled, step.inputs, step.outputs))
+            else:
+                steps.append(AcceleratorStep(step.layer, step.input, step.output))
+        return HeteroModule(steps, inputs, outputs, plan.inputs, plan.outputs, accelerator)
+
+    # --- running -----------------------------------------------------------------------
+
+    def run(self, **inputs: np.ndarray) -> list[np.ndarray]:
+        """Run the model; inputs by name, outputs in order. The accelerator's reports of
+        this run are in `layer_reports` afterwards."""
+        return self.run_traced(inputs)[0]
+
+    def run_traced(self, inputs: dict[str, np.ndarray]
+                   ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+        """`run`, also returning every tensor crossing a step boundary, by plan name."""
+        # The same checks and messages as a CPU module (it only reads `self.inputs`).
+        arrays = CompiledModule._check_inputs(self, inputs)  # pyright: ignore[reportArgumentType]
+        env: dict[str, np.ndarray] = dict(zip(self.input_keys, arrays))
+        reports = []
+        for step in self.steps:
+            if isinstance(step, CpuStep):
+                results = step.module.run(**{k: env[k] for k in step.inputs})
+                env.update(zip(step.outputs, results))
+            else:
+                y, report = step.layer.run(env[step.input])
+                env[step.output] = np.ascontiguousarray(y)
+                reports.append(LayerReport(step.layer.name, step.layer.describe(), report))
+        self.layer_reports = reports
+        return [np.array(env[k]) for k in self.output_keys], env
+
+    def benchmark(self, inputs: dict[str, np.ndarray], repeat: int = 10,
+                  number: int = 1) -> np.ndarray:
+        """Host seconds per run (CPU segments plus the accelerator *simulation*; simulated
+        accelerator time is in `layer_reports`)."""
+        self.run(**inputs)
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _ in range(number):
+                self.run(**inputs)
+            times.append((time.perf_counter() - start) / number)
+        return np.array(times)
+
+    def profile(self) -> str:
+        """Simulated cycles and compute utilization of each offloaded layer in the last run."""
+        if not self.layer_reports:
+            return "no accelerator layer ran"
+        lines = [r.line() for r in self.layer_reports]
+        known = [r.report for r in self.layer_reports if r.report is not None]
+        if known:
+            cycles = sum(r.total_cycles for r in known)
+            seconds = sum(r.seconds for r in known)
+            gemm = sum(r.gemm_counter for r in known)
+            lines.append(f"{'total':<16} {cycles:>10} cycles  compute util. "
+                         f"{gemm / cycles if cycles else 0:6.1%}  ({seconds * 1e3:.3f} ms "
+                         f"at {known[0].config.clock_mhz:g} MHz)")
+        return "\n".join(lines)
+
+    # --- export / load -------------------------------------------------------------------
+
+    def export(self, path: str | os.PathLike) -> None:
+        """Write one file that `xweave.load_module` reads (atomically, as CompiledModule)."""
+        path = Path(path)
+        files: dict[str, bytes] = {}
+        steps = []
+        for i, step in enumerate(self.steps):
+            if isinstance(step, CpuStep):
+                files[f"cpu{i}.xwm"] = _exported_bytes(step.module)
+                steps.append({"kind": "cpu", "module": f"cpu{i}.xwm",
+                              "inputs": step.inputs, "outputs": step.outputs})
+            else:
+                arrays = io.BytesIO()
+                np.savez(arrays, **step.layer.arrays())
+                files[f"layer{i}.npz"] = arrays.getvalue()
+                steps.append({"kind": "accelerator", "layer": step.layer.to_json(),
+                              "arrays": f"layer{i}.npz", "input": step.input,
+                              "output": step.output})
+        manifest = {
+            "format": "xweave-module",
+            "version": FORMAT_VERSION,
+            "target": self.accelerator,
+            "inputs": [s.to_json() for s in self.inputs],
+            "outputs": [s.to_json() for s in self.outputs],
+            "input_keys": self.input_keys,
+            "output_keys": self.output_keys,
+            "steps": steps,
+        }
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
+                zf.writestr("manifest.json", json.dumps(manifest, indent=2))
+                for name, data in files.items():
+                    zf.writestr(name, data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+
+def _exported_bytes(module: CompiledModule) -> bytes:
+    """A CPU segment exported as `CompiledModule.export` writes it (nested in ours)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "segment.xwm"
+        module.export(path)
+        return path.read_bytes()
+
+
+def _load_bytes(data: bytes) -> CompiledModule:
+    from xweave.runtime.module import load_module
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "segment.xwm"
+        path.write_bytes(data)
+        return load_module(path)  # pyright: ignore[reportReturnType]
+
+
+def _npz(zf: zipfile.ZipFile, name: str) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(zf.read(name))) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def _layer_class(accelerator: str):
+    spec = LAYER_LOADERS.get(accelerator)
+    if spec is None:
+        raise ModelError(f"modules for target '{accelerator}' cannot be loaded "
+                         f"(known: {', '.join(LAYER_LOADERS)})")
+    module, _, cls = spec.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def load_hetero(path: Path, zf: zipfile.ZipFile, manifest: dict) -> HeteroModule:
+    """Rebuild a `HeteroModule` from an opened export (see `runtime.module.load_module`)."""
+    accelerator = manifest["target"]
+    if manifest.get("format") != "xweave-module" or manifest.get("version") != FORMAT_VERSION:
+        raise ModelError(f"{path}: unsupported module format {manifest.get('format')!r} "
+                         f"version {manifest.get('version')!r}")
+    layer_class = _layer_class(accelerator)
+    try:
+        steps: list[CpuStep | AcceleratorStep] = []
+        for step in manifest["steps"]:
+            if step["kind"] == "cpu":
+                compiled = _load_bytes(zf.read(step["module"]))
+                steps.append(CpuStep(compiled, step["inputs"], step["outputs"]))
+            else:
+                layer = layer_class.from_json(step["layer"], _npz(zf, step["arrays"]))
+                steps.append(AcceleratorStep(layer, step["input"], step["output"]))
+        return HeteroModule(
+            steps, [TensorSpec.from_json(d) for d in manifest["inputs"]],
+            [TensorSpec.from_json(d) for d in manifest["outputs"]],
+            manifest["input_keys"], manifest["output_keys"], accelerator)
+    except (KeyError, TypeError, ValueError, zipfile.BadZipFile) as e:
+        raise ModelError(f"{path}: malformed {accelerator} module ({e!r})") from None
+
+
+def build_vta(module, calibration, *, threads: int | None = None,
+              dump_dir: Path | None = None, fuse: bool = True, tuning_records=None,
+              **options) -> HeteroModule:
+    """`xweave.build(..., target="vta")`: quantize and offload the model's conv2d/dense
+    layers (`accel.vta.offload.compile_for_vta`, which takes `options`: config,
+    virtual_threads, min_in_channels), and compile the CPU segments (with
+    `fuse` and `tuning_records` as for target llvm)."""
+    from xweave.accel.vta.offload import ACCELERATOR, compile_for_vta
+    from xweave.driver import print_module
+    from xweave.runtime.module import signature_of
+
+    inputs, outputs = signature_of(module)
+    plan = compile_for_vta(module, calibration, **options)
+    if dump_dir is not None:
+        dump_dir.mkdir(parents=True, exist_ok=True)
+        (dump_dir / "00-quantized.mlir").write_text(print_module(module))
+        (dump_dir / "01-offload-plan.txt").write_text(plan.summary() + "\n")
+    return HeteroModule.from_plan(plan, inputs, outputs, ACCELERATOR, threads, dump_dir,
+                                  fuse=fuse, tuning_records=tuning_records)
