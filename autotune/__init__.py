@@ -7,11 +7,24 @@ task = make_task("matmul_ir", M=64, N=64, K=64)
 result = tune(task, tuner="lgbm", trials=100, records_path="matmul.jsonl")
 ```
 
+A model's kernels, tuned over their schedule templates' knobs, and compiled with the
+best records:
+
+```python
+from xweave.autotune import extract_tasks, tune_model
+tasks = extract_tasks("model.onnx")      # one ScheduleTask per kernel with choices
+tune_model("model.onnx", "model.jsonl", trials=64)       # = `xweave tune`
+module = xweave.build("model.onnx", tuning_records="model.jsonl")
+```
+
 Modules: `space` (knobs, points), `task` (the Task protocol, templates), `features`
 (itervar features of loop IR, documented in `FEATURES.md`), `cost_model`
 (`RankingCostModel`), `search` (tuners), `measure` (builders/runners, error codes),
-`records` (JSON-lines logs), `tune` (the loop, curves); `matmul_task` (a real task
-needing no schedule passes) and `synthetic` (tasks with known answers).
+`records` (JSON-lines logs), `tune` (the loop, curves); `kernel_tasks` (tasks from
+the schedule templates, task extraction, workload keys), `tune_model` (a whole
+model: `xweave tune`), `dispatch` (the best record per kernel, for compiling);
+`matmul_task` (a real task needing no schedule passes) and `synthetic` (tasks with
+known answers).
 """
 
 from xweave.autotune.cost_model import (
@@ -20,6 +33,7 @@ from xweave.autotune.cost_model import (
     rank_labels,
     spearman,
 )
+from xweave.autotune.kernel_tasks import ScheduleTask, extract_tasks, kernel_key
 from xweave.autotune.measure import (
     BuildResult,
     InlineRunner,
@@ -71,6 +85,7 @@ from xweave.autotune.tune import (
     plot_curves,
     tune,
 )
+from xweave.autotune.tune_model import tune_model
 
 __all__ = [
     "TEMPLATES", "BuildResult", "Candidate", "GATuner", "GridTuner", "InlineRunner",
@@ -81,5 +96,5 @@ __all__ = [
     "TemplateTask", "TuneResult", "Tuner", "WrongAnswerError", "best_per_workload",
     "load_records", "make_task", "make_tuner", "measure_points", "pick_best", "plot_curves",
     "rank_labels", "register_template", "spearman", "split_candidates", "task_from_spec",
-    "tune",
+    "tune", "ScheduleTask", "extract_tasks", "kernel_key", "tune_model",
 ]

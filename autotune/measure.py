@@ -62,6 +62,8 @@ class BuildResult:
     """Seconds spent in `task.build` (in the worker)."""
     features: Any = None
     """Cost-model features computed while building (`candidate.features`), if any."""
+    schedule: str | None = None
+    """The schedule as built (`candidate.schedule`), when the task reports it."""
 
 
 @dataclass
@@ -83,6 +85,8 @@ class MeasureResult:
     """Runs per repeat."""
     features: Any = field(default=None, repr=False)
     """Cost-model features from the build, if the task computed them."""
+    schedule: str | None = None
+    """The schedule as built, when the task reports it (else `task.schedule(point)`)."""
 
     @property
     def ok(self) -> bool:
@@ -327,7 +331,8 @@ def _build_job(task, point: Point) -> BuildResult:
         return BuildResult(tuple(point), None, MeasureErrorNo.COMPILE_HOST,
                            _short_error(e), time.perf_counter() - start)
     return BuildResult(tuple(point), candidate, 0, "", time.perf_counter() - start,
-                       getattr(candidate, "features", None))
+                       getattr(candidate, "features", None),
+                       getattr(candidate, "schedule", None))
 
 
 class LocalBuilder:

@@ -85,7 +85,7 @@ def make_record(task: Any, point: Sequence[int], result: Any, tuner: str = "",
                 trial: int = 0) -> dict:
     """The record of one measurement (`result`: a `measure.MeasureResult`)."""
     try:
-        schedule = task.schedule(tuple(point))
+        schedule = getattr(result, "schedule", None) or task.schedule(tuple(point))
     except Exception as e:  # the record is still useful without it
         schedule = f"<schedule failed: {e}>"
     try:
@@ -96,7 +96,7 @@ def make_record(task: Any, point: Sequence[int], result: Any, tuner: str = "",
     return {
         "workload": task.workload_key,
         "task": _jsonable(spec),
-        "target": target_info(),
+        "target": getattr(result, "target", None) or target_info(),  # where it was timed
         "schedule": schedule,
         "point": [int(p) for p in point],
         "config": config,

@@ -223,6 +223,7 @@ def task_from_spec(spec: dict) -> Task:
 
 
 def _load_builtin_templates() -> None:
+    import xweave.autotune.kernel_tasks  # noqa: F401
     import xweave.autotune.matmul_task  # noqa: F401
     import xweave.autotune.synthetic  # noqa: F401
 

@@ -37,6 +37,7 @@ from xweave.autotune.measure import (
 )
 from xweave.autotune.records import (
     RecordWriter,
+    _jsonable,
     is_ok,
     load_many,
     load_records,
@@ -183,6 +184,8 @@ def tune(
     tuner_options: dict | None = None,
     transfer: bool = False,
     callbacks: Sequence[Callable[[MeasureResult, dict], None]] = (),
+    initial_points: Sequence[Point] = (),
+    label: str | None = None,
 ) -> TuneResult:
     """Tune `task` for up to `trials` measurements (resumed records included).
 
@@ -193,6 +196,8 @@ def tune(
     `batch_size`: points per round (default: the builder's parallelism, at least 1;
     8 for simulated tasks). Each measurement is appended to `records_path` (flushed and
     fsync'd) and passed to every `callbacks(result, record)`.
+    `initial_points` (e.g. the default schedule) are measured first unless recorded.
+    `label` names the progress bar (default: tuner and workload).
     """
     t_start = time.perf_counter()
     timing = dict.fromkeys(("build", "measure", "tuner", "records"), 0.0)
@@ -208,7 +213,8 @@ def tune(
     writer = None
     if records_path is not None:
         all_records = load_records(records_path)
-        prior = [r for r in all_records if r["workload"] == key and same_target(r)]
+        prior = [r for r in all_records if r["workload"] == key
+                 and same_target(r, getattr(runner, "target_info", None))]
         if transfer and isinstance(tuner, ModelBasedTuner):
             _load_transfer(tuner, all_records, key)
         writer = RecordWriter(records_path)
@@ -224,6 +230,9 @@ def tune(
             continue
         try:
             task.space.check_point(p)
+            # Same indices, other candidates: the template's space changed since.
+            if r.get("config") and r["config"] != _jsonable(task.space.config(p)):
+                raise ValueError
         except ValueError:  # recorded for another version of the template
             skipped += 1
             continue
@@ -246,7 +255,10 @@ def tune(
     if batch_size is None:
         batch_size = 8 if getattr(task, "simulated", False) else \
             max(1, getattr(builder, "n_parallel", 1) or 1)
-    progress_bar = _Progress(trials, f"{tuner_name} {key}", progress, initial=len(prior_points))
+    progress_bar = _Progress(trials, label or f"{tuner_name} {key}", progress,
+                             initial=len(prior_points))
+    first = [tuple(p) for p in dict.fromkeys(tuple(p) for p in initial_points if p is not None)
+             if tuple(p) not in seen]
     results: list[MeasureResult] = []
     errors: Counter = Counter()
     since_best = 0
@@ -258,7 +270,11 @@ def tune(
                 stop_reason = "space exhausted"
                 break
             t0 = time.perf_counter()
-            batch = tuner.next_batch(min(batch_size, trials - trial))
+            want = min(batch_size, trials - trial)
+            batch, first = first[:want], first[want:]
+            tuner.visited.update(batch)
+            if len(batch) < want:
+                batch += tuner.next_batch(want - len(batch))
             timing["tuner"] += time.perf_counter() - t0
             if not batch:
                 stop_reason = "space exhausted"
@@ -268,6 +284,9 @@ def tune(
             t1 = time.perf_counter()
             measured = runner.run(task, builds)
             t2 = time.perf_counter()
+            for b, res in zip(builds, measured):  # the schedule the builder applied
+                if getattr(b, "schedule", None) and not getattr(res, "schedule", None):
+                    res.schedule = b.schedule
             timing["build"] += t1 - t0
             timing["measure"] += t2 - t1
             improved_in_batch = False

@@ -63,10 +63,20 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool) -> li
 
 @dataclass(frozen=True)
 class ScheduleKernelsPass(ModulePass):
-    """Apply every kernel's default schedule (the untuned build)."""
+    """Apply every kernel's default schedule (the untuned build), or with
+    `tuning-records=FILE` the best recorded schedule of each kernel that has one."""
 
     name = "schedule-kernels"
 
+    tuning_records: str | None = None
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        tuned = None
+        if self.tuning_records:
+            from xweave.autotune.dispatch import tuned_schedules
+
+            tuned = tuned_schedules(self.tuning_records)
         for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
-            apply_steps(op, default_schedule(kernel), skip_illegal=True)
+            steps = tuned.steps_for(kernel) if tuned is not None else None
+            apply_steps(op, default_schedule(kernel) if steps is None else steps,
+                        skip_illegal=True)

@@ -1,0 +1,113 @@
+"""Tuned schedules for compilation: the best record of each workload of a records file.
+
+`schedule-kernels{tuning-records="FILE"}` (and `xweave.build(..., tuning_records=FILE)`,
+`xweave compile --tuning-records FILE`) asks `TunedSchedules` for each kernel's
+schedule: the pipeline of the fastest successful record whose workload key is the
+kernel's (`kernel_tasks.kernel_key`), retargeted to the kernel's name. Records
+measured on this CPU win over records of other CPUs; kernels without a record keep
+their default schedule. Corrupt lines are skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+from xdsl.dialects import func
+
+from xweave.errors import XweaveError
+
+
+class TuningRecordsError(XweaveError):
+    """A tuning-records file that cannot be used (missing, unreadable, no records)."""
+
+
+class TunedSchedules:
+    """Workload key -> the best record's schedule steps."""
+
+    def __init__(self, best: dict[str, dict], source: str = ""):
+        self.best = best
+        self.source = source
+        self.applied: dict[str, str] = {}
+        """Kernel name -> workload key, for the kernels given a tuned schedule."""
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> TunedSchedules:
+        """Read a records file (see `records.load_records`); raise `TuningRecordsError`
+        when it is missing, is a directory, or holds no tuning record at all."""
+        from xweave.autotune.records import (
+            RecordWarning,
+            best_per_workload,
+            load_records,
+            same_target,
+        )
+
+        p = Path(path)
+        if not p.exists():
+            raise TuningRecordsError(f"tuning records {path}: no such file")
+        if not p.is_file():
+            raise TuningRecordsError(f"tuning records {path}: not a file")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RecordWarning)
+            try:
+                records = load_records(p)
+            except OSError as e:
+                raise TuningRecordsError(f"tuning records {path}: cannot read ({e})") from None
+        skipped = [w for w in caught if issubclass(w.category, RecordWarning)]
+        for w in caught:
+            if not issubclass(w.category, RecordWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if not records:
+            detail = f" ({len(skipped)} line(s) skipped; the first: {skipped[0].message})" \
+                if skipped else " (the file is empty)"
+            raise TuningRecordsError(f"tuning records {path}: no tuning record in the "
+                                     f"file{detail}")
+        for w in skipped[:5]:
+            warnings.warn(str(w.message), RecordWarning, stacklevel=2)
+        if len(skipped) > 5:
+            warnings.warn(f"{path}: {len(skipped) - 5} more line(s) skipped", RecordWarning,
+                          stacklevel=2)
+        here = best_per_workload(r for r in records if same_target(r))
+        elsewhere = best_per_workload(r for r in records if not same_target(r))
+        return cls({**elsewhere, **here}, str(path))
+
+    def steps_for(self, kernel: func.FuncOp) -> list[str] | None:
+        """The tuned pipeline of `kernel` (one pass spec per step), or None."""
+        from xweave.autotune.kernel_tasks import kernel_key, retarget, split_pipeline
+
+        key = kernel_key(kernel)
+        record = self.best.get(key)
+        if record is None:
+            return None
+        name = kernel.sym_name.data
+        try:
+            steps = retarget(split_pipeline(record["schedule"]), name)
+        except Exception as e:  # a pass or option this version does not know
+            warnings.warn(f"{self.source}:{record.get('_line', '?')}: cannot use the schedule "
+                          f"of {key} ({e}); {name} keeps its default schedule",
+                          RuntimeWarning, stacklevel=2)
+            return None
+        self.applied[name] = key
+        return steps
+
+
+_CACHE: dict[tuple[str, int, int], TunedSchedules] = {}
+
+
+def tuned_schedules(path: str | os.PathLike) -> TunedSchedules:
+    """`TunedSchedules.load(path)`, cached while the file is unchanged."""
+    p = Path(path)
+    try:
+        stat = p.stat()
+        key = (str(p.resolve()), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        return TunedSchedules.load(path)  # raises the clear error
+    if key not in _CACHE:
+        if len(_CACHE) > 8:
+            _CACHE.clear()
+        _CACHE[key] = TunedSchedules.load(path)
+    return _CACHE[key]
+
+
+__all__ = ["TunedSchedules", "TuningRecordsError", "tuned_schedules"]

@@ -1,0 +1,425 @@
+"""Tuning tasks from the schedule templates, and the tasks of a whole model.
+
+A `ScheduleTask` tunes one loop-stage kernel (a `func.func` with `xweave.kernel`, not
+yet scheduled) over the knobs its schedule template declares: `Template.knobs(info)`
+is a dict of named candidate lists and a point picks one value of each. Its schedule
+is `template.pipeline(info, config)`, applied step by step exactly as the untuned
+build applies `default_config` (a step the pass refuses is skipped); the schedule
+text stored in records is the list of steps that applied, so it replays with
+`xweave-opt -p` on the loop stage of the model.
+
+```python
+tasks = extract_tasks("model.onnx")          # reductions first, by weight x flops
+result = tune(tasks[0], tuner="lgbm", trials=64, records_path="model.jsonl",
+              initial_points=[tasks[0].default_point()])
+```
+
+Tasks cross process boundaries as their kernel's IR text (compressed) and workload
+key, and re-parse the kernel once per process. The *workload key* names the kernel
+(its graph op), its argument types and a digest of its loop IR, e.g.
+`conv2d(1x8x8x8xf32, 8x8x3x3xf32 -> 1x8x8x8xf32)#5d41402abc4b`: equal convolutions
+share a kernel (and a key) within a model and across models.
+
+Reference results: the unscheduled kernel, run by the loop interpreter when it is
+tiny and otherwise compiled as it is (naive loops) — what the schedule must preserve.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import math
+import re
+import zlib
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.printer import Printer
+
+from xweave.autotune.space import Point, Space
+from xweave.autotune.task import InstantiationError, JitCandidate, KernelTask, register_template
+
+INTERPRETER_LIMIT = 2048
+"""Kernels with at most this many loop-body iterations get their reference from the
+loop interpreter (about 4,000 iterations a second); bigger ones from a naive build."""
+
+
+# ----------------------------------------------------------------------------------
+# Kernels: text and workload keys
+# ----------------------------------------------------------------------------------
+
+
+def _print(op) -> str:
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(op)
+    return stream.getvalue()
+
+
+def kernel_text(kernel: func.FuncOp, name: str | None = None) -> str:
+    """A `builtin.module` holding a copy of `kernel` (renamed to `name`), as text."""
+    copy = kernel.clone()
+    if name is not None:
+        copy.sym_name = type(copy.sym_name)(name)
+    return _print(ModuleOp([copy]))
+
+
+def _type_text(t) -> str:
+    if isinstance(t, MemRefType):
+        return "x".join([*map(str, t.get_shape()), str(t.get_element_type())])
+    return str(t)
+
+
+def num_outputs(kernel: func.FuncOp) -> int:
+    """Trailing arguments written by the kernel (destination passing)."""
+    from xweave.dialects import loop
+
+    args = list(kernel.body.block.args)
+    written = {args.index(op.memref) for op in kernel.walk()
+               if isinstance(op, loop.StoreOp) and op.memref in args}
+    count = 0
+    while count < len(args) and len(args) - 1 - count in written:
+        count += 1
+    return max(count, 1)
+
+
+def kernel_key(kernel: func.FuncOp) -> str:
+    """The workload key of a loop-stage kernel: op name, argument types, IR digest.
+
+    The digest is over the kernel's IR with its symbol name left out, so the same
+    computation gets the same key whatever the kernel is called in a module.
+    """
+    op = re.sub(r"_\d+$", "", kernel.sym_name.data)
+    types = [_type_text(t) for t in kernel.function_type.inputs.data]
+    n_out = num_outputs(kernel)
+    digest = hashlib.sha256(kernel_text(kernel, "kernel").encode()).hexdigest()[:12]
+    return f"{op}({', '.join(types[:-n_out])} -> {', '.join(types[-n_out:])})#{digest}"
+
+
+def _pack(text: str) -> str:
+    return base64.b64encode(zlib.compress(text.encode(), 9)).decode()
+
+
+def _unpack(data: str) -> str:
+    return zlib.decompress(base64.b64decode(data)).decode()
+
+
+def _freeze(value: Any) -> Hashable:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+def retarget(steps: list[str], kernel_name: str) -> list[str]:
+    """Pass specs with their `kernel` option set to `kernel_name` (a schedule recorded
+    for a kernel of another name, e.g. `conv2d_0` applied to `conv2d_3`)."""
+    import dataclasses
+
+    from xdsl.passes import PassPipeline
+
+    from xweave.passes import get_all_passes
+
+    out = []
+    for spec in steps:
+        for p in PassPipeline.parse_spec(get_all_passes(), spec).passes:
+            if any(f.name == "kernel" for f in dataclasses.fields(p)):
+                p = dataclasses.replace(p, kernel=kernel_name)
+            out.append(str(p))
+    return out
+
+
+def split_pipeline(text: str) -> list[str]:
+    """The steps of a pipeline text (one pass spec each)."""
+    from xdsl.passes import PassPipeline
+
+    from xweave.passes import get_all_passes
+
+    if not text.strip():
+        return []
+    return [str(p) for p in PassPipeline.parse_spec(get_all_passes(), text).passes]
+
+
+# ----------------------------------------------------------------------------------
+# The task
+# ----------------------------------------------------------------------------------
+
+
+@register_template("schedule")
+class ScheduleTask(KernelTask):
+    """One loop-stage kernel, tuned over its schedule template's knobs.
+
+    Build with `ScheduleTask.from_kernel(kernel)`; `args` are the compressed kernel
+    text (`ir`) and the workload key (`key`). `weight` is how many times the model
+    calls the kernel (not part of the workload).
+    """
+
+    def __init__(self, ir: str, key: str):
+        super().__init__(ir=ir, key=key)
+        self.weight = 1
+
+    @classmethod
+    def from_kernel(cls, kernel: func.FuncOp, weight: int = 1) -> ScheduleTask:
+        task = cls(_pack(kernel_text(kernel)), kernel_key(kernel))
+        task.weight = weight
+        return task
+
+    @property
+    def workload_key(self) -> str:
+        return self.args["key"]
+
+    # --- the kernel, parsed once per process -----------------------------------------
+
+    def base_module(self) -> ModuleOp:
+        if "base" not in self._cache:
+            from xweave.context import parse_module
+
+            self._cache["base"] = parse_module(_unpack(self.args["ir"]), self.workload_key)
+        return self._cache["base"]
+
+    @property
+    def base_kernel(self) -> func.FuncOp:
+        return self.kernel(self.base_module())
+
+    @property
+    def kernel_name(self) -> str:
+        return self.base_kernel.sym_name.data
+
+    @property
+    def info(self):
+        """The template's view of the kernel (`schedules.analysis.KernelInfo`)."""
+        if "info" not in self._cache:
+            from xweave.schedules import analyse
+
+            self._cache["info"] = analyse(self.base_kernel)
+        return self._cache["info"]
+
+    @property
+    def schedule_template(self):
+        """The schedule template of the kernel (`schedules.template_for`)."""
+        from xweave.schedules import template_for
+
+        if "template" not in self._cache:
+            self._cache["template"] = template_for(self.info)
+        return self._cache["template"]
+
+    @property
+    def knobs(self) -> dict[str, list]:
+        """The template's declared space (knob name -> candidate values)."""
+        if "knobs" not in self._cache:
+            self._cache["knobs"] = {k: list(v) for k, v in self.schedule_template.knobs(self.info).items()}
+        return self._cache["knobs"]
+
+    @property
+    def num_outputs(self) -> int:  # type: ignore[override]
+        return num_outputs(self.base_kernel)
+
+    @property
+    def flops(self) -> float:  # type: ignore[override]
+        """2 x the iterations of every reduction (a multiply-add each), else the float
+        ops of the loop body."""
+        if "flops" not in self._cache:
+            reductions = [s for s in self.info.stages if s.is_reduction]
+            if reductions:
+                flops = sum(2.0 * s.work for s in reductions)
+            else:
+                from xweave.autotune.features import analyze
+
+                flops = analyze(self.base_kernel).flops
+            self._cache["flops"] = float(flops) or float(
+                sum(s.work for s in self.info.stages) or 1)
+        return self._cache["flops"]
+
+    @property
+    def is_reduction(self) -> bool:
+        return any(s.is_reduction for s in self.info.stages)
+
+    # --- the space and the schedule --------------------------------------------------
+
+    def define_space(self) -> Space:
+        space = Space()
+        for name, values in self.knobs.items():
+            space.knob(name, [_freeze(v) for v in values])
+        return space
+
+    def config(self, point: Point) -> dict:
+        """The template configuration of `point` (the template's own values)."""
+        self.space.check_point(point)
+        return {name: self.knobs[name][i] for name, i in zip(self.knobs, point)}
+
+    def default_point(self) -> Point | None:
+        """The point of the template's `default_config` (the untuned build), if the
+        default is one of the declared candidates."""
+        default = self.schedule_template.default_config(self.info)
+        try:
+            return self.space.point_of({k: _freeze(default[k]) for k in self.knobs})
+        except (KeyError, ValueError):
+            return None
+
+    def proposed_steps(self, point: Point) -> list[str]:
+        """The template's pipeline for `point` (before the passes judge legality)."""
+        return list(self.schedule_template.pipeline(self.info, self.config(point)))
+
+    def schedule(self, point: Point) -> str:
+        """The steps of the pipeline that apply, comma-separated (`xweave-opt -p`)."""
+        point = tuple(point)
+        applied = self._cache.setdefault("applied", {})
+        if point not in applied:
+            self.loop_ir(point)
+        return ",".join(applied[point])
+
+    def loop_ir(self, point: Point) -> ModuleOp:
+        from xweave.schedules import apply_steps
+
+        point = tuple(point)
+        module = self.base_module().clone()
+        try:
+            steps = self.proposed_steps(point)
+        except (KeyError, ValueError) as e:
+            raise InstantiationError(f"{self.schedule_template.name}: no pipeline for "
+                                     f"{self.config(point)}: {e}") from e
+        applied = apply_steps(module, steps, skip_illegal=True)
+        cache = self._cache.setdefault("applied", {})
+        if len(cache) > 4096:
+            cache.clear()
+        cache[point] = applied
+        return module
+
+    # --- building and checking -------------------------------------------------------
+
+    def prepare(self) -> None:
+        super().prepare()
+        import xweave.passes  # noqa: F401
+        import xweave.schedules  # noqa: F401
+
+        self.base_module()
+
+    def build(self, point: Point) -> JitCandidate:
+        candidate = super().build(point)
+        candidate.schedule = self.schedule(point)
+        # A reordered sum of R products rounds differently: allow ~R ulps of slack.
+        candidate.rtol = 1e-3
+        candidate.atol = max(1e-4, 1e-6 * self._reduction_size())
+        return candidate
+
+    def _reduction_size(self) -> int:
+        return max([math.prod(e for _, e in s.reduce) for s in self.info.stages
+                    if s.is_reduction] or [1])
+
+    def input_specs(self) -> list[tuple[tuple[int, ...], str]]:
+        from xweave.autotune.task import _dtype_of
+
+        types = self.base_kernel.function_type.inputs.data
+        return [(tuple(t.get_shape()), _dtype_of(t.get_element_type()))
+                for t in types[: len(types) - self.num_outputs]]
+
+    def output_specs(self) -> list[tuple[tuple[int, ...], str]]:
+        from xweave.autotune.task import _dtype_of
+
+        types = self.base_kernel.function_type.inputs.data
+        return [(tuple(t.get_shape()), _dtype_of(t.get_element_type()))
+                for t in types[len(types) - self.num_outputs:]]
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """The outputs of the unscheduled kernel."""
+        outputs = [np.zeros(s, d) for s, d in self.output_specs()]
+        iterations = sum(s.work for s in self.info.stages)
+        if iterations <= INTERPRETER_LIMIT:
+            from xweave.dialects.interpreters import interpret
+
+            interpret(self.base_module().clone(), [*inputs, *outputs], entry=self.kernel_name)
+            return outputs
+        import ctypes
+
+        from xweave.lowering.loop_to_llvm import extract_params, lower_module
+        from xweave.runtime.jit import compile_llvm, load_object
+
+        module = self.base_module().clone()
+        params = extract_params(module)
+        lower_module(module)
+        engine = load_object(compile_llvm(module).object_bytes, params)
+        arrays = [np.ascontiguousarray(a) for a in inputs] + outputs
+        fn = engine.get_function(self.kernel_name, [ctypes.c_void_p] * len(arrays))
+        fn(*[a.ctypes.data for a in arrays])
+        return outputs
+
+    def __repr__(self) -> str:
+        return f"<ScheduleTask {self.workload_key} x{self.weight}>"
+
+
+# ----------------------------------------------------------------------------------
+# A model's tasks
+# ----------------------------------------------------------------------------------
+
+
+def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
+    """The model lowered to the loop stage (unscheduled kernels), as `xweave.build`
+    lowers it."""
+    from xdsl.passes import PassPipeline
+
+    from xweave.context import make_context
+    from xweave.driver import _as_graph_module
+    from xweave.pipeline import llvm_stages
+
+    module = _as_graph_module(model, input_shapes)
+    ctx = make_context()
+    for stage in llvm_stages():
+        if stage.name == "scheduled":
+            break
+        PassPipeline(stage.passes).apply(ctx, module)
+    return module
+
+
+def model_kernels(module: ModuleOp) -> list[tuple[func.FuncOp, int]]:
+    """The kernels of a loop-stage module and how many times each is called."""
+    calls: dict[str, int] = {}
+    for op in module.walk():
+        if isinstance(op, func.CallOp):
+            callee = op.callee.root_reference.data
+            calls[callee] = calls.get(callee, 0) + 1
+    return [(f, calls.get(f.sym_name.data, 0)) for f in module.ops
+            if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]
+
+
+def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
+                  module: ModuleOp | None = None) -> list[ScheduleTask]:
+    """A tuning task for every kernel of `model` whose template has a choice to make.
+
+    `model`: an ONNX path or `ModelProto`, a graph-stage `.mlir`, or a graph module
+    (or pass the loop-stage `module`). Kernels with the same workload key are one task
+    (their call counts add up in `weight`). Reductions come first, then by
+    `weight x flops`, most expensive first.
+    """
+    from xweave.schedules import analyse
+
+    if module is None:
+        module = loop_stage(model, input_shapes)
+    tasks: dict[str, ScheduleTask] = {}
+    for kernel, calls in model_kernels(module):
+        info = analyse(kernel)
+        if not info.stages:
+            continue
+        key = kernel_key(kernel)
+        if key in tasks:
+            tasks[key].weight += max(calls, 1)
+            continue
+        task = ScheduleTask.from_kernel(kernel, max(calls, 1))
+        if task.space.size > 1:
+            tasks[key] = task
+    return sorted(tasks.values(), key=lambda t: (not t.is_reduction, -t.weight * t.flops))
+
+
+__all__ = [
+    "ScheduleTask",
+    "extract_tasks",
+    "kernel_key",
+    "kernel_text",
+    "loop_stage",
+    "model_kernels",
+    "retarget",
+    "split_pipeline",
+]

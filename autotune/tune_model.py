@@ -1,0 +1,215 @@
+"""Tuning a whole model: every kernel with a choice to make, one task after another.
+
+```python
+from xweave.autotune.tune_model import tune_model
+results = tune_model("model.onnx", "model.jsonl", trials=64, tuner="lgbm")
+module = xweave.build("model.onnx", tuning_records="model.jsonl")
+```
+
+This is what `xweave tune MODEL` runs. Each task first measures its default schedule
+(so the best record of a workload is never slower than the untuned build, as far as
+measurements tell), then `trials` points in total per task. The records file is
+appended to and resumed from: running the same command again after an interruption
+measures only what is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from xweave.errors import XweaveError
+
+RUNNERS = ("local", "cluster")
+
+
+class TuneError(XweaveError):
+    """Bad options or files for `xweave tune`."""
+
+
+@contextlib.contextmanager
+def plain_warnings() -> Iterator[None]:
+    """Show warnings as one `warning: ...` line on stderr (no source line)."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"warning: {message}", file=file or sys.stderr)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
+
+
+def check_records_file(path: str | os.PathLike, must_exist: bool = False) -> None:
+    """Refuse a records path that is a directory, or an existing file none of whose
+    lines is a tuning record (appending to it would damage someone else's file)."""
+    from xweave.autotune.records import RecordWarning, load_records
+
+    p = Path(path)
+    if p.is_dir():
+        raise TuneError(f"{path}: is a directory, expected a tuning-records file")
+    if not p.exists():
+        if must_exist:
+            raise TuneError(f"{path}: no such tuning-records file")
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RecordWarning)
+        try:
+            records = load_records(p)
+        except OSError as e:
+            raise TuneError(f"{path}: cannot read ({e})") from None
+    skipped = [w for w in caught if issubclass(w.category, RecordWarning)]
+    if not records and skipped:
+        raise TuneError(f"{path}: not a tuning-records file (none of its {len(skipped)} "
+                        f"line(s) is a record; first: {skipped[0].message})")
+
+
+def _measurers(runner: str, address: str | None, builders: int | None, timeout: float,
+               target_label: str | None):
+    from xweave.autotune.measure import LocalBuilder, LocalRunner
+
+    if runner == "local":
+        return (LocalBuilder(n_parallel=builders, timeout=timeout),
+                LocalRunner(timeout=timeout))
+    if runner == "cluster":
+        if not address:
+            raise TuneError("--runner cluster needs --address HOST:PORT")
+        try:
+            from xweave.autotune.cluster import ClusterBuilder, ClusterRunner
+        except ImportError as e:
+            raise TuneError(f"the cluster runner is not available ({e})") from None
+        return (ClusterBuilder(address, timeout=timeout, n_parallel=builders or None),
+                ClusterRunner(address, target_label, timeout=timeout))
+    raise TuneError(f"unknown runner '{runner}' (expected one of: {', '.join(RUNNERS)})")
+
+
+def tune_model(
+    model: Any,
+    records_path: str | os.PathLike,
+    trials: int = 64,
+    tuner: str = "lgbm",
+    early_stopping: int | None = None,
+    seed: int | None = 0,
+    target: str = "llvm",
+    threads: int | None = None,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    runner: str = "local",
+    address: str | None = None,
+    target_label: str | None = None,
+    builders: int | None = None,
+    timeout: float = 30.0,
+    max_tasks: int | None = None,
+    transfer: bool = False,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> list[Any]:
+    """Tune every task of `model` (see `kernel_tasks.extract_tasks`), appending to
+    `records_path`; returns one `TuneResult` per task.
+
+    `trials` is per task (resumed records count); `threads` sets the threads of the
+    measured code (`XWEAVE_NUM_THREADS` in the runner); `builders` the build
+    processes (default: every core); `max_tasks` tunes only the first (most
+    expensive) tasks. `runner="cluster"` builds and measures on the Dask cluster at
+    `address` (`autotune.cluster`), on workers advertising `target_label` (default:
+    this machine's label).
+    """
+    from xweave.autotune.kernel_tasks import extract_tasks
+    from xweave.autotune.search import TUNERS
+    from xweave.autotune.tune import tune
+    from xweave.driver import TARGETS
+    from xweave.runtime.threads import NUM_THREADS_ENV, check_num_threads
+
+    log = log or (lambda text: print(text, file=sys.stderr))
+    if target not in TARGETS:
+        raise TuneError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+    if tuner not in TUNERS:
+        raise TuneError(f"unknown tuner '{tuner}' (expected one of: {', '.join(TUNERS)})")
+    if trials < 1:
+        raise TuneError(f"--trials must be at least 1 (got {trials})")
+    if early_stopping is not None and early_stopping < 1:
+        raise TuneError(f"--early-stopping must be at least 1 (got {early_stopping})")
+    if threads is not None:
+        check_num_threads(threads)
+    check_records_file(records_path)
+
+    tasks = extract_tasks(model, input_shapes)
+    if max_tasks is not None:
+        tasks = tasks[:max_tasks]
+    if not tasks:
+        log("nothing to tune: no kernel of the model has a schedule choice")
+        return []
+    log(f"{len(tasks)} task(s) to tune, {trials} trials each, tuner {tuner}, "
+        f"records {records_path}")
+    saved_threads = os.environ.get(NUM_THREADS_ENV)
+    if threads is not None:
+        os.environ[NUM_THREADS_ENV] = str(threads)  # read by the runner's loaded code
+    builder, run = _measurers(runner, address, builders, timeout, target_label)
+    results = []
+    try:
+        for i, task in enumerate(tasks, start=1):
+            log(f"task {i}/{len(tasks)}: {task.workload_key} (called {task.weight}x, "
+                f"{task.flops / 1e6:.1f} MFLOP, {task.space.size} points: "
+                + ", ".join(f"{k}[{len(v)}]" for k, v in task.knobs.items()) + ")")
+            result = tune(task, tuner=tuner, trials=trials, early_stopping=early_stopping,
+                          seed=seed, records_path=records_path, progress=progress,
+                          builder=builder, runner=run, transfer=transfer,
+                          initial_points=[task.default_point()],
+                          label=f"{i}/{len(tasks)} {task.workload_key.split('#')[0]}")
+            results.append(result)
+            default = _default_gflops(task, records_path, getattr(run, "target_info", None))
+            failed = sum(v for k, v in result.errors.items() if k)
+            log(f"  best {result.best_gflops:.2f} GFLOP/s"
+                + (f" (default schedule {default:.2f})" if default else "")
+                + f" after {result.trials} new + {result.resumed} resumed trials, "
+                  f"{failed} error(s); stopped: {result.stop_reason}")
+    finally:
+        builder.close()
+        run.close()
+        if threads is not None:
+            if saved_threads is None:
+                os.environ.pop(NUM_THREADS_ENV, None)
+            else:
+                os.environ[NUM_THREADS_ENV] = saved_threads
+    return results
+
+
+def _default_gflops(task, records_path, target: dict | None = None) -> float:
+    """GFLOP/s of the default schedule of `task` in the records (0 if not measured)."""
+    from xweave.autotune.records import is_ok, load_records, same_target
+
+    point = task.default_point()
+    if point is None:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        records = load_records(records_path)
+    values = [r["result"]["gflops"] for r in records if r["workload"] == task.workload_key
+              and tuple(r["point"]) == tuple(point) and same_target(r, target) and is_ok(r)]
+    return max(values, default=0.0)
+
+
+def plot_records(paths: list[str], out_png: str | os.PathLike) -> dict:
+    """`tune.plot_curves` with clear errors for missing files or matplotlib."""
+    from xweave.autotune.records import load_many
+    from xweave.autotune.tune import plot_curves
+
+    for p in paths:
+        check_records_file(p, must_exist=True)
+    if not load_many(paths):
+        raise TuneError(f"{', '.join(paths)}: no tuning records to plot")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise TuneError("--plot needs matplotlib (pip install 'xweave[plot]')") from None
+    return plot_curves(paths, out_png)
+
+
+__all__ = ["RUNNERS", "TuneError", "check_records_file", "plain_warnings", "plot_records",
+           "tune_model"]

@@ -1,0 +1,134 @@
+"""The TVM paper's tuner comparison: ResNet-18 C1-C12 tuned by lgbm, ga and random.
+
+    python bench/tune_conv.py --trials 200 --seeds 0,1,2 --threads 1
+    python bench/tune_conv.py --layers C2,C5 --trials 16 --seeds 0     # a quick check
+
+Each layer is one ONNX Conv node (`conv2d.conv_model`); its kernel is the tuning task
+(`autotune.kernel_tasks.extract_tasks`). Every (layer, tuner, seed) appends to its own
+records file in `--out-dir` and resumes from it, so an interrupted run continues. Per
+layer (one JSON line): the default schedule's GFLOP/s, onnxruntime's, and per tuner
+the best GFLOP/s found, the trials needed to reach 95% of the best any tuner found,
+and the time per trial split into build / measure / tuner. A final line gives the
+geometric-mean ratio of the best tuned layers to onnxruntime; `curves.png` in
+`--out-dir` draws best-so-far GFLOP/s against trials per tuner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+
+from common import emit, log, machine, median_time, set_threads
+from conv2d import RESNET18, conv_model
+
+
+def first_reaching(curve: list[float], target: float) -> int | None:
+    """1-based trial at which a best-so-far curve reaches `target` (None: never)."""
+    return next((i + 1 for i, v in enumerate(curve) if v >= target), None)
+
+
+def onnxruntime_seconds(model, cin: int, size: int, threads: int) -> float:
+    import numpy as np
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options)
+    x = np.random.default_rng(1).standard_normal((1, cin, size, size), dtype=np.float32)
+    return median_time(lambda: session.run(None, {"x": x}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--layers", default=",".join(RESNET18), help="e.g. C1,C2 (default: all)")
+    parser.add_argument("--tuners", default="lgbm,ga,random")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--trials", type=int, default=200, help="trial budget per layer and run")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--builders", type=int, default=None,
+                        help="build processes (default: one per core)")
+    parser.add_argument("--out-dir", default="bench/out/tune_conv")
+    args = parser.parse_args()
+    set_threads(args.threads)
+
+    from xweave.autotune import LocalBuilder, LocalRunner, measure_points, plot_curves, tune
+    from xweave.autotune.kernel_tasks import extract_tasks
+
+    layers = args.layers.split(",")
+    tuners = args.tuners.split(",")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    os.makedirs(args.out_dir, exist_ok=True)
+    builder = LocalBuilder(n_parallel=args.builders, timeout=60)
+    runner = LocalRunner(timeout=60)
+    ratios, paths = [], []
+    per_trial = {"build": [], "measure": [], "tuner": [], "total": []}
+    try:
+        for name in layers:
+            size, cin, cout, k, stride, pad, groups = RESNET18[name]
+            model = conv_model(size, cin, cout, k, stride, pad, groups)
+            task = max((t for t in extract_tasks(model) if t.is_reduction),
+                       key=lambda t: t.flops)
+            (default,) = measure_points(task, [task.default_point()], builder, runner)
+            ort_gflops = task.flops / onnxruntime_seconds(model, cin, size, args.threads) / 1e9
+            runs = {}
+            for tuner in tuners:
+                for seed in seeds:
+                    path = os.path.join(args.out_dir, f"{name}-{tuner}-s{seed}.jsonl")
+                    paths.append(path)
+                    log(f"{name} {tuner} seed {seed}: {task.space.size} points, "
+                        f"{args.trials} trials -> {path}")
+                    result = tune(task, tuner=tuner, trials=args.trials, seed=seed,
+                                  records_path=path, builder=builder, runner=runner,
+                                  label=f"{name} {tuner} s{seed}")
+                    runs[(tuner, seed)] = result
+                    if result.trials:
+                        for part in per_trial:
+                            per_trial[part].append(result.timing.get(part, 0.0) / result.trials)
+            best_any = max(r.best_gflops for r in runs.values())
+            record = {
+                "bench": "tune_conv", "layer": name, "threads": args.threads,
+                "shape": f"{size}x{size} {cin}->{cout} k{k} s{stride} p{pad}",
+                "space": task.space.size, "trials": args.trials,
+                "default_gflops": round(default.gflops, 2),
+                "onnxruntime_gflops": round(ort_gflops, 2),
+                "best_gflops": round(best_any, 2),
+                "ratio_vs_onnxruntime": round(best_any / ort_gflops, 3),
+                "ratio_vs_default": round(best_any / default.gflops, 3) if default.gflops else None,
+            }
+            for tuner in tuners:
+                mine = [runs[(tuner, s)] for s in seeds]
+                reach = [first_reaching(r.curve, 0.95 * best_any) for r in mine]
+                record[tuner] = {
+                    "best_gflops": round(max(r.best_gflops for r in mine), 2),
+                    "mean_best_gflops": round(statistics.mean(r.best_gflops for r in mine), 2),
+                    "trials_to_95pct": reach,
+                    "errors": sum(v for r in mine for e, v in r.errors.items() if e),
+                    "ms_per_trial": {
+                        part: round(1000 * sum(r.timing.get(part, 0.0) for r in mine)
+                                    / max(1, sum(r.trials for r in mine)), 1)
+                        for part in ("total", "build", "measure", "tuner")},
+                }
+            ratios.append(best_any / ort_gflops)
+            emit({**record, **machine()})
+            log(f"{name}: best {best_any:.1f} GFLOP/s (default {default.gflops:.1f}, "
+                f"onnxruntime {ort_gflops:.1f}); trials to 95%: "
+                + ", ".join(f"{t} {record[t]['trials_to_95pct']}" for t in tuners))
+    finally:
+        builder.close()
+        runner.close()
+    if ratios:
+        emit({"bench": "tune_conv_geomean", "threads": args.threads, "layers": layers,
+              "ratio_vs_onnxruntime": round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 3),
+              "ms_per_trial": {k: round(1000 * statistics.mean(v), 1)
+                               for k, v in per_trial.items() if v}})
+        png = os.path.join(args.out_dir, "curves.png")
+        plot_curves(paths, png, title=f"ResNet-18 conv layers, {args.threads} thread(s)")
+        log(f"wrote {png}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""Template-driven tuning tasks: extraction from a model, workload keys, building and
+checking a point, and applying the best records when compiling."""
+
+import json
+import pickle
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import xweave
+from xweave.autotune import InlineRunner, LocalBuilder, load_records, tune
+from xweave.autotune.dispatch import TunedSchedules, TuningRecordsError
+from xweave.autotune.kernel_tasks import (
+    extract_tasks,
+    kernel_key,
+    loop_stage,
+    model_kernels,
+    retarget,
+    split_pipeline,
+)
+from xweave.autotune.records import RecordWarning
+from xweave.dialects.interpreters.graph import conv2d as conv2d_reference
+from xweave.schedules import apply_steps
+
+
+def conv_model(path, channels=8, size=8, convs=2, dense=False):
+    """`convs` equal 3x3 convolutions in a chain (different weights), then optionally
+    a dense layer on the flattened result."""
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], [], "x"
+    for i in range(convs):
+        w = f"w{i}"
+        inits.append(numpy_helper.from_array(
+            rng.standard_normal((channels, channels, 3, 3)).astype(np.float32), w))
+        nodes.append(helper.make_node("Conv", [x, w], [f"c{i}"], name=f"conv{i}",
+                                      kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+        x = f"c{i}"
+    out_shape = [1, channels, size, size]
+    if dense:
+        nodes.append(helper.make_node("Flatten", [x], ["f"], name="flatten"))
+        inits.append(numpy_helper.from_array(
+            rng.standard_normal((channels * size * size, 16)).astype(np.float32), "wd"))
+        nodes.append(helper.make_node("MatMul", ["f", "wd"], ["d"], name="dense"))
+        x, out_shape = "d", [1, 16]
+    graph = helper.make_graph(
+        nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, size, size])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, out_shape)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return conv_model(tmp_path_factory.mktemp("m") / "convs.onnx", dense=True)
+
+
+def test_extract_tasks_dedupes_equal_kernels_and_orders_by_cost(model):
+    tasks = extract_tasks(model)
+    assert len(tasks) >= 2
+    conv = next(t for t in tasks if t.workload_key.startswith("conv2d("))
+    # Two equal convolutions are one kernel, called twice: one task of weight 2.
+    assert conv.weight == 2
+    assert conv.workload_key.startswith("conv2d(1x8x8x8xf32, 8x8x3x3xf32 -> 1x8x8x8xf32)#")
+    assert len({t.workload_key for t in tasks}) == len(tasks)
+    reductions = [t.is_reduction for t in tasks]
+    assert reductions == sorted(reductions, reverse=True)  # reductions first
+    costs = [t.weight * t.flops for t in tasks if t.is_reduction]
+    assert costs == sorted(costs, reverse=True)
+    # flops: 2 per multiply-add of the reduction.
+    assert conv.flops == 2.0 * 8 * 8 * 8 * 8 * 3 * 3
+    # The space is the template's knobs, generically.
+    assert conv.space.names == list(conv.knobs)
+    assert conv.space.size == np.prod([len(v) for v in conv.knobs.values()])
+    assert conv.default_point() is not None
+    assert conv.config(conv.default_point()) == conv.schedule_template.default_config(conv.info)
+
+
+def test_workload_key_ignores_the_kernel_name_but_not_the_computation(model, tmp_path):
+    module = loop_stage(model)
+    (kernel, calls), *_ = [(k, c) for k, c in model_kernels(module)
+                           if k.sym_name.data.startswith("conv2d")]
+    assert calls == 2
+    renamed = kernel.clone()
+    renamed.sym_name = type(renamed.sym_name)("conv2d_7")
+    assert kernel_key(renamed) == kernel_key(kernel)
+    other = conv_model(tmp_path / "wide.onnx", channels=16, convs=1)
+    keys = {kernel_key(k) for k, _ in model_kernels(loop_stage(other))}
+    assert kernel_key(kernel) not in keys
+
+
+def test_task_pickles_builds_checks_and_records_the_applied_schedule(model, tmp_path):
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith("conv2d("))
+    clone = pickle.loads(pickle.dumps(task))
+    assert clone.workload_key == task.workload_key and clone.space.dims == task.space.dims
+    point = task.default_point()
+    steps = task.schedule(point).split("},")
+    assert len(steps) >= 2 and 'kernel="conv2d_0"' in steps[0]
+    # The reference (the unscheduled kernel, compiled as is) is a true convolution.
+    x, w = task.make_inputs(0)
+    (ref,) = task.reference([x, w])
+    np.testing.assert_allclose(ref, conv2d_reference(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+                               rtol=1e-4, atol=1e-4)
+    # Points build and compute the reference (checked on the first run).
+    trials = min(task.space.size, 4)
+    result = tune(task, tuner="grid", trials=trials, records_path=tmp_path / "r.jsonl",
+                  builder=LocalBuilder(n_parallel=0), runner=InlineRunner(min_repeat_ms=1,
+                                                                         repeat=1),
+                  progress=False, initial_points=[point])
+    assert result.trials == trials
+    assert not any(k for k in result.errors if k), result.results
+    records = load_records(tmp_path / "r.jsonl")
+    assert tuple(records[0]["point"]) == point  # the default schedule is measured first
+    assert records[0]["schedule"] == task.schedule(point)
+    assert records[0]["task"]["template"] == "schedule"
+
+
+def test_tiny_kernels_are_checked_with_the_loop_interpreter(tmp_path):
+    path = conv_model(tmp_path / "tiny.onnx", channels=2, size=4, convs=1)
+    (task,) = extract_tasks(path)
+    assert sum(s.work for s in task.info.stages) <= 2048  # the interpreter path
+    x, w = task.make_inputs(1)
+    (ref,) = task.reference([x, w])
+    np.testing.assert_allclose(ref, conv2d_reference(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+                               rtol=1e-5, atol=1e-5)
+
+
+def _record(task, point, gflops, error_no=0):
+    from xweave.autotune.records import target_info
+
+    return {"workload": task.workload_key, "task": task.spec(), "target": target_info(),
+            "schedule": task.schedule(point), "point": list(point), "config": {},
+            "result": {"costs": [1e-3], "gflops": gflops, "error_no": error_no,
+                       "error_msg": "", "build_s": 0.1, "run_s": 0.1, "number": 1},
+            "tuner": "test", "trial": 1, "timestamp": 0.0, "version": "test"}
+
+
+def _other_point(task):
+    default = task.default_point()
+    return next(p for p in task.space if p != default
+                and task.schedule(p) != task.schedule(default))
+
+
+def test_build_with_records_applies_the_best_schedule_and_computes_the_same(model, tmp_path):
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith("conv2d("))
+    fast = _other_point(task)
+    path = tmp_path / "records.jsonl"
+    lines = [json.dumps(_record(task, task.default_point(), 5.0)),
+             json.dumps(_record(task, fast, 9.0)),
+             json.dumps(_record(task, task.default_point(), 50.0, error_no=5)),  # failed
+             '{"workload": "conv2d(...)#trunc']  # a line cut short: skipped with a warning
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(RecordWarning, match=r"records.jsonl:4"):
+        tuned = xweave.build(model, tuning_records=path, dump_ir=tmp_path / "tuned")
+    untuned = xweave.build(model, dump_ir=tmp_path / "untuned")
+    x = np.random.default_rng(3).standard_normal((1, 8, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(tuned.run(x=x)[0], untuned.run(x=x)[0], rtol=1e-4, atol=1e-3)
+
+    # The scheduled stage is the loop stage with the best record's pipeline applied.
+    (loop_file,) = (tmp_path / "tuned").glob("*-loop.mlir")
+    (scheduled_file,) = (tmp_path / "tuned").glob("*-scheduled.mlir")
+    (default_file,) = (tmp_path / "untuned").glob("*-scheduled.mlir")
+    assert scheduled_file.read_text() != default_file.read_text()
+    module = xweave.driver._as_graph_module(loop_file)
+    apply_steps(module, split_pipeline(task.schedule(fast)), skip_illegal=False)
+    for other in [k for k, _ in model_kernels(module) if not k.sym_name.data.startswith("conv2d_")]:
+        from xweave.schedules import default_schedule
+
+        apply_steps(module, default_schedule(other), skip_illegal=True)
+    from xweave.context import make_context
+    from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
+
+    LoopFoldConstantPacksPass().apply(make_context(), module)  # the stage's last pass
+    assert xweave.driver.print_module(module) == scheduled_file.read_text()
+
+
+def test_recorded_schedules_are_retargeted_to_the_kernel_name(model, tmp_path):
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith("conv2d("))
+    point = _other_point(task)
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(_record(task, point, 3.0)) + "\n")
+    tuned = TunedSchedules.load(path)
+    module = loop_stage(model)
+    kernel = next(k for k, _ in model_kernels(module) if k.sym_name.data == "conv2d_0")
+    kernel.sym_name = type(kernel.sym_name)("conv2d_9")
+    steps = tuned.steps_for(kernel)
+    assert steps and all('kernel="conv2d_9"' in s for s in steps)
+    assert steps == retarget(split_pipeline(task.schedule(point)), "conv2d_9")
+    assert tuned.steps_for(next(k for k, _ in model_kernels(module)
+                                if not k.sym_name.data.startswith("conv2d"))) is None
+
+
+def test_unusable_records_files_are_clear_errors(model, tmp_path):
+    with pytest.raises(TuningRecordsError, match="no such file"):
+        xweave.build(model, tuning_records=tmp_path / "missing.jsonl")
+    with pytest.raises(TuningRecordsError, match="not a file"):
+        xweave.build(model, tuning_records=tmp_path)
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(TuningRecordsError, match="empty"):
+        xweave.build(model, tuning_records=tmp_path / "empty.jsonl")
+    (tmp_path / "junk.jsonl").write_text("hello\n[1, 2]\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(TuningRecordsError, match=r"2 line\(s\) skipped"):
+            xweave.build(model, tuning_records=tmp_path / "junk.jsonl")
+
+
+
+def test_records_of_a_changed_space_are_not_resumed(tmp_path):
+    from xweave.autotune import make_task
+
+    task = make_task("synthetic_smooth", seed=2)
+    path = tmp_path / "r.jsonl"
+    tune(task, tuner="random", trials=4, seed=0, records_path=path, progress=False)
+    records = load_records(path)
+    # The template's candidates changed under the same indices: the record's config
+    # no longer matches its point.
+    stale = dict(records[0])
+    stale["config"] = {k: "old" for k in stale["config"]}
+    path.write_text("\n".join(json.dumps({k: v for k, v in r.items() if k != "_line"})
+                              for r in [stale, *records[1:]]) + "\n")
+    with pytest.warns(RuntimeWarning, match="1 record"):
+        result = tune(task, tuner="random", trials=4, seed=0, records_path=path,
+                      progress=False)
+    assert result.resumed == 3 and result.trials == 1
