@@ -1,0 +1,145 @@
+"""Whole models, batch 1: xweave (default schedules) vs onnxruntime, same process.
+
+    python bench/model_e2e.py                                # every model, 1 and 2 threads
+    python bench/model_e2e.py --models resnet18 --threads 1
+    python bench/model_e2e.py --models resnet50 --fuse both  # the fusion ablation
+
+One JSON line per (model, threads, fusion setting):
+`{"model", "threads", "fuse", "xweave_ms", "ort_ms", "ratio", "compile_s", "peak_bytes",
+"max_rel_err"}`. `ratio` is xweave's speed relative to onnxruntime (ort_ms /
+xweave_ms: above 1, xweave is faster); times are medians of `--repeat` runs. With
+`--fuse both`, the fused record also carries `fusion_speedup` (unfused ms / fused ms).
+A model that fails to compile gets a record with `error` (the exception) instead.
+
+Both run through their Python API (`module.run(**feeds)`, `session.run(None, feeds)`),
+on the same random input; `max_rel_err` compares the outputs. Models come from
+`models.py` (random weights, cached in bench/models/). Threads:
+xweave's are set per loaded module (`set_num_threads`), onnxruntime's per session
+(`intra_op_num_threads`, one inter-op thread), so one compilation serves every
+thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import time
+
+from common import emit, log, machine, median_time, set_threads
+
+
+def fuse_supported() -> bool:
+    """`xweave.build(..., fuse=...)` exists (the fusion ablation needs it)."""
+    from xweave import driver
+
+    return "fuse" in inspect.signature(driver.build).parameters
+
+
+def ort_session(path, threads: int):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def compile_model(path, fuse: bool):
+    """(module, seconds) for `xweave.build`, with fusion on or off."""
+    import xweave
+
+    options = {} if fuse else {"fuse": False}
+    start = time.perf_counter()
+    module = xweave.build(path, **options)
+    return module, time.perf_counter() - start
+
+
+def max_rel_err(got, expected) -> float:
+    import numpy as np
+
+    worst = 0.0
+    for g, e in zip(got, expected, strict=True):
+        scale = max(float(np.abs(e).max()), 1e-30)
+        worst = max(worst, float(np.abs(g - e).max()) / scale)
+    return worst
+
+
+def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int) -> None:
+    import onnx
+
+    import models
+    from xweave.runtime.threads import set_num_threads
+
+    path = models.model_path(name)
+    feeds = models.random_inputs(onnx.load(str(path), load_external_data=False))
+
+    compiled = {}
+    for fuse in fuse_modes:
+        try:
+            compiled[fuse] = compile_model(path, fuse)
+        except Exception as e:  # noqa: BLE001 - reported, the other models still run
+            emit({"model": name, "fuse": fuse, "error": f"{type(e).__name__}: {e}"})
+            log(f"{name} (fuse={'on' if fuse else 'off'}): compilation failed: {type(e).__name__}: {e}")
+    for threads in threads_list:
+        session = ort_session(path, threads)
+        expected = session.run(None, feeds)
+        ort_s = median_time(lambda: session.run(None, feeds), repeat)
+        del session
+        fused_ms = None
+        records = []
+        for fuse, (module, compile_s) in compiled.items():
+            set_num_threads(module, threads)
+            got = module.run(**feeds)
+            xw_s = median_time(lambda: module.run(**feeds), repeat)
+            record = {
+                "model": name, "threads": threads, "fuse": fuse,
+                "xweave_ms": round(xw_s * 1e3, 3), "ort_ms": round(ort_s * 1e3, 3),
+                "ratio": round(ort_s / xw_s, 3), "compile_s": round(compile_s, 1),
+                "peak_bytes": module.peak_memory_bytes,
+                "max_rel_err": float(f"{max_rel_err(got, expected):.3g}"),
+            }
+            if fuse:
+                fused_ms = record["xweave_ms"]
+            records.append(record)
+        unfused = next((r for r in records if not r["fuse"]), None)
+        for record in records:
+            if record["fuse"] and unfused is not None and fused_ms:
+                record["fusion_speedup"] = round(unfused["xweave_ms"] / fused_ms, 3)
+            emit(record)
+            log(f"{name:14s} threads={threads} fuse={'on ' if record['fuse'] else 'off'} "
+                f"xweave {record['xweave_ms']:9.2f} ms  ort {record['ort_ms']:9.2f} ms  "
+                f"ratio {record['ratio']:.2f}x  compile {record['compile_s']:.1f} s  "
+                f"peak {(record['peak_bytes'] or 0) / 2**20:.1f} MiB  err {record['max_rel_err']:.1e}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", help="comma-separated names (default: all)")
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    parser.add_argument("--fuse", choices=("on", "off", "both"), default="on",
+                        help="operator fusion: on (default), off, or both (the ablation)")
+    parser.add_argument("--repeat", type=int, default=7, help="timed runs per median")
+    args = parser.parse_args()
+    threads_list = [int(t) for t in args.threads.split(",")]
+    set_threads(max(threads_list))
+
+    import models
+
+    names = args.models.split(",") if args.models else list(models.MODELS)
+    unknown = [n for n in names if n not in models.MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)} (known: {', '.join(models.MODELS)})")
+    fuse_modes = {"on": [True], "off": [False], "both": [True, False]}[args.fuse]
+    if False in fuse_modes and not fuse_supported():
+        log("xweave.build has no `fuse` option yet: the fusion-off measurements are skipped")
+        fuse_modes = [f for f in fuse_modes if f] or []
+        if not fuse_modes:
+            return
+    log(f"machine: {machine()}")
+    for name in names:
+        bench_model(name, threads_list, fuse_modes, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

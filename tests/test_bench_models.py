@@ -1,0 +1,77 @@
+"""The benchmark models (bench/models.py), scaled down: xweave agrees with onnxruntime."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import xweave
+
+_PATH = Path(__file__).parent.parent / "bench" / "models.py"
+
+
+def _load_models():
+    spec = importlib.util.spec_from_file_location("xweave_bench_models", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+models = _load_models()
+
+# Same architectures, small: tiny images, few channels, the first stages only. Each
+# keeps what makes the architecture (downsampling shortcut, bottleneck, inverted
+# residual with and without expansion, Fire module with MaxPool ceil_mode, attention).
+SMALL = {
+    "resnet18": dict(image=32, width=8, classes=10, blocks=(1, 1)),
+    "resnet50": dict(image=32, width=4, classes=10, blocks=(1, 1)),
+    "mobilenet_v2": dict(image=32, width_mult=0.25, classes=10,
+                         settings=((1, 16, 1, 1), (6, 24, 2, 2))),
+    "squeezenet1_1": dict(image=40, width=0.125, classes=10, fires=((16, 64), "pool", (32, 128))),
+    "bert_encoder": dict(layers=1, seq=8, hidden=32, heads=4, ffn=64),
+    "bert_encoder_decomposed": dict(layers=1, seq=8, hidden=32, heads=4, ffn=64,
+                                    layer_norm="decomposed"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_small_model_matches_onnxruntime(name):
+    builder = name.removesuffix("_decomposed")
+    model = models.build(builder, **SMALL[name])
+    onnx.checker.check_model(model)
+    feeds = models.random_inputs(model)
+    expected = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, feeds)
+    module = xweave.build(model)
+    got = module.run(**feeds)
+    for g, e in zip(got, expected, strict=True):
+        assert g.shape == e.shape
+        scale = float(np.abs(e).max())
+        np.testing.assert_allclose(g, e, rtol=1e-3, atol=1e-4 * scale)
+    assert module.peak_memory_bytes > 0
+
+
+def test_full_size_shapes():
+    """The full-size models are the standard architectures: parameters and shapes."""
+    expected_params = {  # millions, as published (ResNet-50: 25.6, MobileNetV2: 3.5)
+        "resnet18": 11.7, "resnet50": 25.6, "mobilenet_v2": 3.5, "squeezenet1_1": 1.24,
+    }
+    for name, millions in expected_params.items():
+        model = models.build(name)
+        count = sum(int(np.prod(t.dims)) for t in model.graph.initializer
+                    if t.data_type == onnx.TensorProto.FLOAT)
+        assert abs(count / 1e6 - millions) / millions < 0.03, (name, count)
+        (out,) = model.graph.output
+        assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, 1000]
+
+
+def test_unknown_model_and_bad_option():
+    with pytest.raises(KeyError, match="unknown model 'vgg'"):
+        models.build("vgg")
+    with pytest.raises(ValueError, match="layer_norm"):
+        models.build("bert_encoder", layer_norm="fused")
