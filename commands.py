@@ -1,4 +1,4 @@
-"""The `xweave` subcommands, in the spirit of tvmc: compile, run."""
+"""The `xweave` subcommands, in the spirit of tvmc: compile, run, tune."""
 
 from __future__ import annotations
 
@@ -31,9 +31,14 @@ def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]] | None:
 def _compile(args: argparse.Namespace) -> None:
     import xweave
 
-    module = xweave.build(args.model, target=args.target,
-                          input_shapes=parse_input_shapes(args.input_shapes),
-                          dump_ir=args.dump_ir)
+    from xweave.autotune.tune_model import plain_warnings
+
+    with plain_warnings():
+        module = xweave.build(args.model, target=args.target,
+                              input_shapes=parse_input_shapes(args.input_shapes),
+                              dump_ir=args.dump_ir, fuse=not args.no_fuse,
+                              tuning_records=args.tuning_records,
+                              calibration=args.calibration)
     module.export(args.output)
     print(f"wrote {args.output}")
 
@@ -78,11 +83,41 @@ def _run(args: argparse.Namespace) -> None:
         if args.print_top:
             top = np.argsort(flat)[::-1][: args.print_top]
             print("  top: " + ", ".join(f"{i}: {flat[i]:.5f}" for i in top))
+    if args.print_time and hasattr(module, "profile"):  # a CPU + accelerator module
+        print(f"simulated {module.accelerator} time per offloaded layer:")
+        print(module.profile())
     if args.print_time:
         times_ms = module.benchmark(inputs, repeat=args.repeat, number=args.number) * 1e3
         print(f"time (ms) over {args.repeat} runs: mean {times_ms.mean():.3f}  "
               f"median {np.median(times_ms):.3f}  max {times_ms.max():.3f}  "
               f"min {times_ms.min():.3f}  std {times_ms.std():.3f}")
+
+
+def _tune(args: argparse.Namespace) -> None:
+    from xweave.autotune.tune_model import plain_warnings, plot_records, tune_model
+
+    with plain_warnings():
+        if args.plot:
+            if args.model:
+                raise XweaveError("--plot takes records files, not a model "
+                                  f"(got '{args.model}' too)")
+            curves = plot_records(args.plot, args.output)
+            print(f"wrote {args.output} ({len(curves)} workload(s))")
+            return
+        if not args.model:
+            raise XweaveError("a model to tune is required (or --plot RECORDS...)")
+        results = tune_model(args.model, args.output, trials=args.trials, tuner=args.tuner,
+                             early_stopping=args.early_stopping, seed=args.seed,
+                             target=args.target, threads=args.threads,
+                             input_shapes=parse_input_shapes(args.input_shapes),
+                             runner=args.runner, address=args.address,
+                             target_label=args.target_label,
+                             builders=args.builders, timeout=args.timeout,
+                             max_tasks=args.max_tasks, transfer=args.transfer)
+    print(f"tuned {len(results)} kernel(s); records in {args.output}")
+    for r in results:
+        print(f"  {r.workload}: best {r.best_gflops:.2f} GFLOP/s")
+    print(f"compile with: xweave compile {args.model} --tuning-records {args.output} -o MODULE")
 
 
 def register(sub) -> None:
@@ -93,7 +128,46 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", required=True, help="the module file to write")
     p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
+    p.add_argument("--no-fuse", action="store_true",
+                   help="turn operator fusion off: one kernel per graph op")
+    p.add_argument("--tuning-records", metavar="FILE",
+                   help="records of `xweave tune`: each kernel gets its best recorded schedule")
+    p.add_argument("--calibration", metavar="INPUTS.npz",
+                   help="target vta: sample inputs (one array per input name, optionally "
+                   "stacked along a leading axis) on which int8 ranges are measured")
     p.set_defaults(func=_compile)
+
+    p = sub.add_parser("tune", help="auto-tune the schedules of a model's kernels",
+                       description="Tune every kernel of MODEL and append the measurements "
+                       "to a records file (resumed when it exists); or plot tuning curves "
+                       "with --plot RECORDS... -o curves.png.")
+    p.add_argument("model", nargs="?", help="ONNX model (.onnx) or graph-stage IR (.mlir)")
+    p.add_argument("-o", "--output", required=True,
+                   help="records file to append to (.jsonl), or the .png of --plot")
+    p.add_argument("--target", default="llvm", help="compilation target (default: llvm)")
+    p.add_argument("--trials", type=int, default=64, help="measurements per kernel (default: 64)")
+    p.add_argument("--tuner", choices=("lgbm", "ga", "random", "grid"), default="lgbm",
+                   help="search strategy (default: lgbm, the LightGBM ranking model)")
+    p.add_argument("--early-stopping", type=int, metavar="K",
+                   help="stop a kernel after K trials without improvement")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--threads", type=int, help="threads of the measured code (default: all cores)")
+    p.add_argument("--runner", choices=("local", "cluster"), default="local",
+                   help="where candidates are built and timed (default: local)")
+    p.add_argument("--address", help="scheduler address (tcp://HOST:PORT), for --runner cluster")
+    p.add_argument("--target-label", help="with --runner cluster: measure on workers advertising "
+                   "this label (default: this machine's, see docs/tuning-farm.md)")
+    p.add_argument("--builders", type=int,
+                   help="build processes (default: one per core; 0: build in this process)")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds allowed per build and per measurement (default: 30)")
+    p.add_argument("--max-tasks", type=int, help="tune only the N most expensive kernels")
+    p.add_argument("--transfer", action="store_true",
+                   help="warm-start the cost model with the file's records of other kernels")
+    p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
+    p.add_argument("--plot", nargs="+", metavar="RECORDS",
+                   help="draw best GFLOP/s vs. trials per tuner from records files into -o")
+    p.set_defaults(func=_tune)
 
     p = sub.add_parser("run", help="run a compiled module (or an ONNX model, compiled first)")
     p.add_argument("module", help="module written by `xweave compile`, or an .onnx/.mlir model")

@@ -10,7 +10,7 @@ from xdsl.printer import Printer
 
 from xweave.errors import XweaveError
 
-TARGETS = ("llvm",)
+TARGETS = ("llvm", "vta")
 
 
 def _as_graph_module(module_or_path, input_shapes=None) -> ModuleOp:
@@ -48,6 +48,10 @@ def build(
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     dump_ir: str | os.PathLike | None = None,
     threads: int | None = None,
+    tuning_records: str | os.PathLike | None = None,
+    fuse: bool = True,
+    calibration=None,
+    **target_options,
 ):
     """Compile a model for `target` and load it, ready to `run`.
 
@@ -56,7 +60,15 @@ def build(
     pipeline into DIR (`NN-<stage>.mlir`, then the optimized LLVM IR and assembly).
     `threads=N` runs parallel loops on N threads (default: `XWEAVE_NUM_THREADS`, else
     every core); `xweave.runtime.threads.set_num_threads` changes it later without
-    recompiling.
+    recompiling. `tuning_records=FILE` schedules each kernel with the best schedule
+    recorded for it by `xweave tune` (the others keep their default schedule).
+    `fuse=False` turns operator fusion off (one kernel per graph op: the paper's
+    fusion ablation).
+
+    `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
+    (an .npz path, {name: array} or a list of them), runs its conv2d/dense layers on the
+    simulated accelerator and the rest on the CPU (see `xweave.runtime.hetero`);
+    `target_options` (config=, virtual_threads=, min_in_channels=) tune that.
     """
     from xweave.pipeline import lower_to_llvm
     from xweave.runtime.module import CompiledModule, signature_of
@@ -67,7 +79,21 @@ def build(
         from xweave.runtime.threads import check_num_threads
 
         check_num_threads(threads)
+    if tuning_records is not None:
+        from xweave.autotune.dispatch import tuned_schedules
+
+        tuning_records = str(tuning_records)
+        tuned_schedules(tuning_records)  # a bad file fails before the work starts
+    if (target_options or calibration is not None) and target != "vta":
+        given = [*target_options, *(["calibration"] if calibration is not None else [])]
+        raise XweaveError(f"target '{target}' takes no option(s) {', '.join(given)}")
     module = _as_graph_module(module_or_path, input_shapes)
+    if target == "vta":
+        from xweave.runtime.hetero import build_vta
+
+        return build_vta(module, calibration, threads=threads,
+                         dump_dir=Path(dump_ir) if dump_ir is not None else None,
+                         fuse=fuse, tuning_records=tuning_records, **target_options)
     signature = signature_of(module)
 
     dump_dir = Path(dump_ir) if dump_ir is not None else None
@@ -76,7 +102,7 @@ def build(
 
     def on_stage(name: str, stage_module: ModuleOp) -> None:
         nonlocal stage_index, params
-        if name == "loop":
+        if name in ("loop", "scheduled", "planned"):  # the weights, as the last loop stage has them
             from xweave.lowering.loop_to_llvm import extract_params
 
             params = extract_params(stage_module)
@@ -85,7 +111,7 @@ def build(
             (dump_dir / f"{stage_index:02d}-{name}.mlir").write_text(print_module(stage_module))
         stage_index += 1
 
-    lower_to_llvm(module, on_stage)
+    lower_to_llvm(module, on_stage, tuning_records, fuse=fuse)
     compiled = CompiledModule.from_llvm_module(module, params, signature)
     if threads is not None:
         from xweave.runtime.threads import set_num_threads

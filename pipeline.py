@@ -26,24 +26,50 @@ class Stage:
     passes: tuple[ModulePass, ...]
 
 
-def llvm_stages() -> list[Stage]:
-    """The stages from a graph-dialect module to an llvm-dialect module."""
+def llvm_stages(tuning_records: str | None = None, fuse: bool = True) -> list[Stage]:
+    """The stages from a graph-dialect module to an llvm-dialect module
+    (`tuning_records`: a records file whose best schedules replace the defaults;
+    `fuse=False` leaves out operator fusion, one kernel per graph op)."""
+    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
     from xweave.lowering.graph_to_te import ConvertGraphToTePass
     from xweave.lowering.loop_to_llvm import ConvertLoopToLLVMPass
     from xweave.lowering.te_to_loop import ConvertTeToLoopPass
+    from xweave.passes.graph_cse import GraphCsePass
+    from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
+    from xweave.passes.graph_fuse import GraphFusePass
+    from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
+    from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
+    from xweave.passes.memory_plan import PlanMemoryPass
     from xweave.schedules import ScheduleKernelsPass
 
-    return [
-        # 1. Every graph op becomes a call of a kernel written in tensor expressions.
+    stages = [
+        # 0. Graph-level optimization: ops on constants are evaluated at compile time,
+        #    batch norms and per-channel affine ops fold into conv/dense weights, no-op
+        #    reshapes/transposes/casts vanish, equal constants and subexpressions merge,
+        #    and what is left unused is erased.
+        Stage("graph-opt", (GraphFoldConstantsPass(), GraphSimplifyInferencePass(),
+                            GraphCsePass(), DeadCodeElimination())),
+        # 0b. Operator fusion (the paper's rules): conv2d/dense take their elementwise
+        #     epilogues, injective chains and reductions their injective inputs, each
+        #     group a graph.fused op.
+        Stage("fused", (GraphFusePass(),)),
+        # 1. Every graph op (or fused group) becomes a call of a kernel written in
+        #    tensor expressions.
         Stage("te", (ConvertGraphToTePass(),)),
         # 2. Tensor expressions become naive loop nests over buffers (bufferization).
         Stage("loop", (ConvertTeToLoopPass(),)),
         # 3. Each kernel is scheduled: its template's pipeline of loop rewrites
-        #    (tiling, packing, register blocking, vectorizing, parallel loops).
-        Stage("scheduled", (ScheduleKernelsPass(),)),
-        # 4. Loops, buffers and scalar/vector math become the llvm dialect.
+        #    (tiling, packing, register blocking, vectorizing, parallel loops); the
+        #    packing of constant weights then happens once, at compile time.
+        Stage("scheduled", (ScheduleKernelsPass(tuning_records), LoopFoldConstantPacksPass())),
+        # 4. @main's intermediate buffers share one arena where their lifetimes allow
+        #    (static memory planning; the runtime binds the arena once per instance).
+        Stage("planned", (PlanMemoryPass(),)),
+        # 5. Loops, buffers and scalar/vector math become the llvm dialect.
         Stage("llvm", (ConvertLoopToLLVMPass(),)),
     ]
+    return [s for s in stages if fuse or s.name != "fused"]
 
 
 def pass_pipeline_spec(stages: list[Stage]) -> str:
@@ -54,6 +80,8 @@ def pass_pipeline_spec(stages: list[Stage]) -> str:
 def lower_to_llvm(
     module: ModuleOp,
     on_stage: Callable[[str, ModuleOp], None] | None = None,
+    tuning_records: str | None = None,
+    fuse: bool = True,
 ) -> ModuleOp:
     """Lower a graph-dialect `module` in place to the llvm dialect.
 
@@ -63,7 +91,7 @@ def lower_to_llvm(
     ctx = make_context()
     if on_stage:
         on_stage("graph", module)
-    for stage in llvm_stages():
+    for stage in llvm_stages(tuning_records, fuse):
         PassPipeline(stage.passes).apply(ctx, module)
         module.verify()
         if on_stage:

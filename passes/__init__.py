@@ -22,10 +22,45 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertLoopToLLVMPass
 
+    def convert_loop_to_vta():
+        from xweave.lowering.loop_to_vta import ConvertLoopToVTAPass
+
+        return ConvertLoopToVTAPass
+
     def convert_te_to_loop():
         from xweave.lowering.te_to_loop import ConvertTeToLoopPass
 
         return ConvertTeToLoopPass
+
+    def graph_calibrate():
+        from xweave.passes.quantize import GraphCalibratePass
+
+        return GraphCalibratePass
+
+    def graph_cse():
+        from xweave.passes.graph_cse import GraphCsePass
+
+        return GraphCsePass
+
+    def graph_fold_constants():
+        from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
+
+        return GraphFoldConstantsPass
+
+    def graph_fuse():
+        from xweave.passes.graph_fuse import GraphFusePass
+
+        return GraphFusePass
+
+    def graph_quantize():
+        from xweave.passes.quantize import GraphQuantizePass
+
+        return GraphQuantizePass
+
+    def graph_simplify_inference():
+        from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
+
+        return GraphSimplifyInferencePass
 
     def loop_cache_write():
         from xweave.passes.loop_cache_write import LoopCacheWritePass
@@ -51,6 +86,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         from xweave.passes.loop_pack import LoopPackPass
 
         return LoopPackPass
+
+    def loop_fold_constant_packs():
+        from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
+
+        return LoopFoldConstantPacksPass
 
     def loop_parallel():
         from xweave.passes.loop_parallel import LoopParallelPass
@@ -82,6 +122,21 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopVectorizePass
 
+    def plan_memory():
+        from xweave.passes.memory_plan import PlanMemoryPass
+
+        return PlanMemoryPass
+
+    def tensorize():
+        from xweave.passes.tensorize import TensorizePass
+
+        return TensorizePass
+
+    def virtual_threads():
+        from xweave.passes.virtual_threads import VirtualThreadsPass
+
+        return VirtualThreadsPass
+
     def schedule_kernels():
         from xweave.schedules import ScheduleKernelsPass
 
@@ -90,9 +145,17 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "convert-graph-to-te": convert_graph_to_te,
         "convert-loop-to-llvm": convert_loop_to_llvm,
+        "convert-loop-to-vta": convert_loop_to_vta,
         "convert-te-to-loop": convert_te_to_loop,
+        "graph-calibrate": graph_calibrate,
+        "graph-cse": graph_cse,
+        "graph-fold-constants": graph_fold_constants,
+        "graph-fuse": graph_fuse,
+        "graph-quantize": graph_quantize,
+        "graph-simplify-inference": graph_simplify_inference,
         "loop-cache-write": loop_cache_write,
         "loop-compute-at": loop_compute_at,
+        "loop-fold-constant-packs": loop_fold_constant_packs,
         "loop-fuse": loop_fuse,
         "loop-inline": loop_inline,
         "loop-pack": loop_pack,
@@ -102,5 +165,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-split": loop_split,
         "loop-unroll": loop_unroll,
         "loop-vectorize": loop_vectorize,
+        "plan-memory": plan_memory,
         "schedule-kernels": schedule_kernels,
+        "tensorize": tensorize,
+        "virtual-threads": virtual_threads,
     }

@@ -29,6 +29,9 @@ class Stage:
     reads: list[tuple[int, list[set[str]]]] = field(default_factory=list)
     """Kernel arguments read by the update nest: (argument index, per dimension the
     names of the loops its index uses)."""
+    operands: int = 0
+    """How many buffers the update nest reads besides its own (a contraction such as
+    conv or matmul reads two; a pooling window one)."""
     windowed: set[str] = field(default_factory=set)
     """Loops that share an index with another loop in some read of the update nest
     (`x` and `rx` in `data[..., x + rx]`): the read slides along them."""
@@ -137,5 +140,7 @@ def analyse(kernel: func.FuncOp) -> KernelInfo:
         stage.spatial, stage.reduce = loops[:rank], loops[rank:]
         stage.reads = _argument_reads(nest[-1], list(kernel.body.block.args))
         stage.windowed = _windowed(nest[-1])
+        stage.operands = len({load.memref for load in nest[-1].walk()
+                              if isinstance(load, loop.LoadOp) and load.memref is not buffer})
     tags = [s.name for s in stages.values()]
     return KernelInfo(kernel.sym_name.data, list(stages.values()), tags)

@@ -10,6 +10,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from xweave.pipeline import llvm_stages, pass_pipeline_spec
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -37,14 +39,19 @@ def model_path(tmp_path_factory):
     return path
 
 
+def dump_names() -> list[str]:
+    """The files `--dump-ir` writes, without .mlir: the input, then every stage."""
+    return [f"{i:02d}-{name}" for i, name in enumerate(["graph", *(s.name for s in llvm_stages())])]
+
+
 def test_compile_run_roundtrip_with_dump_ir(model_path, tmp_path):
     out = tmp_path / "m.xwm"
     dump = tmp_path / "ir"
     r = run("xweave", "compile", model_path, "--target", "llvm", "-o", out, "--dump-ir", dump)
     assert r.returncode == 0, r.stderr
     stages = sorted(p.name for p in dump.iterdir())
-    assert [s for s in stages if s.endswith(".mlir")] == [
-        "00-graph.mlir", "01-te.mlir", "02-loop.mlir", "03-scheduled.mlir", "04-llvm.mlir"]
+    assert [s for s in stages if s.endswith(".mlir")] == [f"{n}.mlir" for n in dump_names()]
+    assert dump_names()[:2] == ["00-graph", "01-graph-opt"] and dump_names()[-1].endswith("-llvm")
     assert any(s.endswith(".ll") for s in stages) and any(s.endswith(".s") for s in stages)
 
     x = np.random.default_rng(1).standard_normal((1, 2, 6, 6)).astype(np.float32)
@@ -64,14 +71,15 @@ def test_dumped_stages_replay_with_xweave_opt(model_path, tmp_path):
     """xweave-opt reproduces each stage from the one before, as `xweave compile` does."""
     dump = tmp_path / "ir"
     assert run("xweave", "compile", model_path, "-o", tmp_path / "m.xwm", "--dump-ir", dump).returncode == 0
-    passes = ["convert-graph-to-te", "convert-te-to-loop", "schedule-kernels", "convert-loop-to-llvm"]
-    names = ["00-graph", "01-te", "02-loop", "03-scheduled", "04-llvm"]
+    stages = llvm_stages()
+    passes = [pass_pipeline_spec([stage]) for stage in stages]
+    names = dump_names()
     for p, before, after in zip(passes, names, names[1:]):
         r = run("xweave-opt", dump / f"{before}.mlir", "-p", p)
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == (dump / f"{after}.mlir").read_text().strip(), p
-    r = run("xweave-opt", dump / "00-graph.mlir", "-p", ",".join(passes))
-    assert r.returncode == 0 and r.stdout.strip() == (dump / "04-llvm.mlir").read_text().strip()
+    r = run("xweave-opt", dump / "00-graph.mlir", "-p", pass_pipeline_spec(stages))
+    assert r.returncode == 0 and r.stdout.strip() == (dump / f"{names[-1]}.mlir").read_text().strip()
 
 
 def test_unsupported_ops_listed_without_traceback(tmp_path):

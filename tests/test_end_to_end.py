@@ -134,7 +134,7 @@ def test_every_stage_interprets_like_onnxruntime(tmp_path):
         assert print_module(parse_module(text)) == text
         if name in ("graph", "te"):
             (got,) = interpret(module, [x])
-        elif name in ("loop", "scheduled"):
+        elif name in ("loop", "scheduled", "planned"):
             got = np.zeros_like(expected)
             interpret(module, [x, got])
         else:
@@ -143,7 +143,7 @@ def test_every_stage_interprets_like_onnxruntime(tmp_path):
         seen.append(name)
 
     lower_to_llvm(xweave.load_onnx(model), on_stage)
-    assert seen == ["graph", "te", "loop", "scheduled"]
+    assert seen == ["graph", "te", "loop", "scheduled", "planned"]
 
 
 # --------------------------------------------------------------------------------------

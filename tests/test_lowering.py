@@ -241,7 +241,7 @@ def check_every_stage(model, feeds, rtol=1e-4, atol=1e-5):
     def on_stage(name, module):
         if name in ("graph", "te"):
             got = interpret(module, inputs)
-        elif name in ("loop", "scheduled"):
+        elif name in ("loop", "scheduled", "planned"):
             got = [np.zeros_like(e) for e in expected]
             interpret(module, [*inputs, *got])
         else:
@@ -251,7 +251,7 @@ def check_every_stage(model, feeds, rtol=1e-4, atol=1e-5):
         checked.append(name)
 
     lower_to_llvm(xweave.load_onnx(model), on_stage)
-    assert checked == ["graph", "te", "loop", "scheduled"]
+    assert checked == ["graph", "te", "loop", "scheduled", "planned"]
     got = xweave.build(model).run(**feeds)
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg="compiled")

@@ -51,7 +51,7 @@ func.func @vector(%x: memref<8xf32>, %out: memref<8xf32>) attributes {xweave.ker
 // tiled loop reads panel j.outer, lane j.inner. Other kernels keep their %w.
 
 // CHECK-LABEL: func.func @dense(
-// CHECK-NEXT:    %w_packed = loop.alloc : memref<2x3x4xf32>
+// CHECK-NEXT:    %w_packed = loop.alloc {xweave.pack = {argument = 1 : i64, split_dim = array<i64: 0>, factor = array<i64: 4>, order = array<i64: 0, 1, 2>}} : memref<2x3x4xf32>
 // CHECK-NEXT:    loop.for "w_pack.i0.outer" %i0_outer = 0 to 2 {
 // CHECK-NEXT:      loop.for "w_pack.i1" %i1 = 0 to 3 {
 // CHECK-NEXT:        loop.for "w_pack.i0.inner" %i0_inner = 0 to 4 {
@@ -70,7 +70,7 @@ func.func @vector(%x: memref<8xf32>, %out: memref<8xf32>) attributes {xweave.ker
 // NCHW -> NCHW[4]c over 6 channels: 2 channel blocks, the padding lanes are zeros.
 
 // NCHWC-LABEL: func.func @scale(
-// NCHWC-NEXT:    %data_packed = loop.alloc : memref<1x2x2x2x4xf32>
+// NCHWC-NEXT:    %data_packed = loop.alloc {{.*}}: memref<1x2x2x2x4xf32>
 // NCHWC-NEXT:    loop.for "data_pack.i0" %i0 = 0 to 1 {
 // NCHWC-NEXT:      loop.for "data_pack.i1.outer" %i1_outer = 0 to 2 {
 // NCHWC-NEXT:        loop.for "data_pack.i2" %i2 = 0 to 2 {
@@ -95,7 +95,7 @@ func.func @vector(%x: memref<8xf32>, %out: memref<8xf32>) attributes {xweave.ker
 // Two splits: inner dimensions are appended in the order given.
 
 // TWO-LABEL: func.func @dense(
-// TWO-NEXT:    %w_packed = loop.alloc : memref<2x1x3x4xf32>
+// TWO-NEXT:    %w_packed = loop.alloc {{.*}}: memref<2x1x3x4xf32>
 // TWO-NEXT:    loop.for "w_pack.i0.outer" %i0_outer = 0 to 2 {
 // TWO-NEXT:      loop.for "w_pack.i1.outer" %i1_outer = 0 to 1 {
 // TWO-NEXT:        loop.for "w_pack.i1.inner" %i1_inner = 0 to 3 {
@@ -112,7 +112,7 @@ func.func @vector(%x: memref<8xf32>, %out: memref<8xf32>) attributes {xweave.ker
 // order=1,0,2: x [2][3] split along k by 2 -> [2][k/2][2], then the k panels first:
 // [k/2][2][2]; the packing loops run in the packed order, the zero padding stays.
 // ORDER-LABEL: func.func @dense(
-// ORDER-NEXT:    %x_packed = loop.alloc : memref<2x2x2xf32>
+// ORDER-NEXT:    %x_packed = loop.alloc {xweave.pack = {argument = 0 : i64, split_dim = array<i64: 1>, factor = array<i64: 2>, order = array<i64: 1, 0, 2>}} : memref<2x2x2xf32>
 // ORDER-NEXT:    loop.for "x_pack.i1.outer" %i1_outer = 0 to 2 {
 // ORDER-NEXT:      loop.for "x_pack.i0" %i0 = 0 to 2 {
 // ORDER-NEXT:        loop.for "x_pack.i1.inner" %i1_inner = 0 to 2 {
