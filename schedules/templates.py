@@ -48,6 +48,17 @@ def _value(v) -> str:
     return f'"{v}"'
 
 
+PARALLEL_MIN_WORK = 1 << 15
+"""Innermost iterations below which a kernel runs on one thread: waking the thread
+pool (1-2 us on a quiet machine, far more when the other core is busy) costs more
+than it saves (bench/op_overhead.py: 5.3 us per tiny op on 2 threads)."""
+
+
+def worth_parallel(info: KernelInfo) -> bool:
+    """Whether the kernel has enough work to run its outer loops in parallel."""
+    return sum(stage.work for stage in info.stages) >= PARALLEL_MIN_WORK
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -179,7 +190,7 @@ class BlockedReduction(Template):
                    for r in rows_choices for c in knobs["tile_cols"]
                    if registers(r, c) <= MAX_REGISTERS and c <= 2 * VECTOR]
         *_, cols, rows = max(fitting) if fitting else (0, 0, 0, True, knobs["tile_cols"][0], 1)
-        return {"tile_rows": rows, "tile_cols": cols, "parallel": True,
+        return {"tile_rows": rows, "tile_cols": cols, "parallel": worth_parallel(info),
                 "reduce_order": knobs["reduce_order"][0], "reduce_split": 1,
                 "unroll_reduce": False, "pack_rows": True}
 
@@ -300,7 +311,7 @@ class Injective(Template):
         return {"vectorize": [True, False], "parallel": [True, False]}
 
     def default_config(self, info: KernelInfo) -> dict:
-        return {"vectorize": True, "parallel": True}
+        return {"vectorize": True, "parallel": worth_parallel(info)}
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
         k = info.name
@@ -323,7 +334,7 @@ class Generic(Template):
         return {"vectorize": [True, False], "parallel": [True, False]}
 
     def default_config(self, info: KernelInfo) -> dict:
-        return {"vectorize": True, "parallel": True}
+        return {"vectorize": True, "parallel": worth_parallel(info)}
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
         k = info.name
