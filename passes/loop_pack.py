@@ -14,6 +14,7 @@ splits: `split_dim=d_1,...,d_k factor=f_1,...,f_k` splits dimension `d_i` (numbe
 in the original layout; distinct) into an outer dimension of size ceil(size/f_i) that
 stays in place and an inner dimension of size `f_i` appended at the end, in the order
 given. Element `[..., x_d, ...]` is stored at `[..., x_d floordiv f, ..., x_d mod f]`.
+`parallel=true` runs the packing stage's outermost loop on all threads.
 `order=p_1,...,p_n` then permutes the dimensions of that packed layout (dimension `i`
 of the result is dimension `p_i` of the split layout), e.g. to make each panel of a
 matmul's B contiguous: B is read panel after panel, not row after row.
@@ -119,6 +120,7 @@ class LoopPackPass(ModulePass):
     split_dim: tuple[int, ...]
     factor: tuple[int, ...]
     order: tuple[int, ...] = ()
+    parallel: bool = False
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -185,6 +187,8 @@ class LoopPackPass(ModulePass):
                 "order": DenseArrayBase.from_list(i64, order)})
             nest = self._packing_nest(arg, packed.memref, shape, splits, order,
                                       f"{hint}_pack")
+            if self.parallel:  # every iteration writes its own slice of the copy
+                nest.properties["kind"] = loop.ForKindAttr(loop.ForKind.PARALLEL)
             block = kernel.body.block
             block.insert_ops_before([packed, nest], cast(Operation, block.first_op))
             for load in loads:

@@ -209,9 +209,9 @@ class BlockedReduction(Template):
         ragged = {"guard": "innermost"} if tiled.extent(names[u]) % rows else {}
         steps += [step("loop-split", k, loop=names[u], factor=rows, **ragged),
                   step("loop-split", k, loop=names[v], factor=cols)]
-        steps += self._packs(info, anchor, v, cols)
+        steps += self._packs(info, anchor, v, cols, config["parallel"])
         if config.get("pack_rows", True):
-            steps += self._packs(info, anchor, u, rows)
+            steps += self._packs(info, anchor, u, rows, config["parallel"])
         reduce_loops = self._reduce_loops(anchor, config)
         split = config.get("reduce_split", 1)
         if split > 1 and reduce_loops:
@@ -271,16 +271,22 @@ class BlockedReduction(Template):
         chosen = order.split(",") if order else names
         return chosen if sorted(chosen) == sorted(names) else names
 
-    def _packs(self, info: KernelInfo, anchor: Stage, v: int, cols: int) -> list[str]:
+    def _packs(self, info: KernelInfo, anchor: Stage, v: int, cols: int,
+               parallel: bool) -> list[str]:
         """Pack each operand read along axis `v` (the vector axis, or the rows) into
         `cols`-wide panels laid out one after the other (dense weights [N][K] ->
         [N/16][K][16], matmul B [K][N] -> [N/16][K][16], conv weights OIHW ->
         [O/16][I][H][W][16]): the reduction then reads each panel sequentially
         instead of 16 floats per row of a wide matrix. Constant operands (weights) are packed at compile time by
-        loop-fold-constant-packs; others are copied per call, which pays for itself
-        unless few rows reuse a panel (a matrix-vector product of two activations)."""
+        loop-fold-constant-packs; others are copied per call (on all threads), which
+        pays for itself unless few rows reuse a panel: an operand already contiguous
+        along the axis is then read in place (a matrix-vector product)."""
         vector_axis = anchor.spatial[v][0]
         reduce = {name for name, _ in anchor.reduce}
+        reuse = 1  # how many outputs read one panel
+        for d, (_, extent) in enumerate(anchor.spatial):
+            if d != v:
+                reuse *= extent
         steps = []
         for arg, dims in anchor.reads:
             uses = [d for d, loops in enumerate(dims) if vector_axis in loops]
@@ -292,10 +298,10 @@ class BlockedReduction(Template):
             # The panel index goes right before the first reduction-indexed dimension.
             at = next((i for i, d in enumerate(rest) if dims[d] & reduce), len(rest))
             order = rest[:at] + [split] + rest[at:] + [len(dims)]
-            if order == list(range(len(dims) + 1)) and split == len(dims) - 1:
-                continue  # already contiguous panels: nothing to gain
+            if split == len(dims) - 1 and (order == list(range(len(dims) + 1)) or reuse < 16):
+                continue  # already contiguous along the axis, and too little reuse to copy
             steps.append(step("loop-pack", info.name, buffer=arg, split_dim=[split],
-                              factor=[cols], order=order))
+                              factor=[cols], order=order, parallel=parallel))
         return steps
 
 
