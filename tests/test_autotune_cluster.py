@@ -259,3 +259,37 @@ def test_lost_workers_and_a_lost_scheduler():
         client.close()
         _stop(proc)
         scheduler.close()
+
+
+def test_xweave_tune_cli_through_the_cluster(cluster, tmp_path):
+    """`xweave tune --runner cluster` writes the same records as a local run would."""
+    import sys
+
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    address, _, _ = cluster
+    weight = np.random.default_rng(0).standard_normal((8, 4, 3, 3)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+        "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
+        initializer=[numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "conv.onnx"
+    onnx.save(model, path)
+    out = tmp_path / "records.jsonl"
+    xweave_bin = os.path.join(os.path.dirname(sys.executable), "xweave")
+    r = subprocess.run([xweave_bin, "tune", str(path), "--trials", "3", "--tuner", "random",
+                        "--runner", "cluster", "--address", address, "--target-label", A,
+                        "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    records = load_records(out)
+    assert records and all(rec["result"]["error_no"] == 0 for rec in records)
+    assert {"workload", "schedule", "result", "target"} <= set(records[0])
+    bad = subprocess.run([xweave_bin, "tune", str(path), "--trials", "1", "--runner", "cluster",
+                          "-o", str(tmp_path / "x.jsonl")], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0 and "--address" in bad.stderr and "Traceback" not in bad.stderr
