@@ -357,17 +357,38 @@ def _outer_parallel_inner_vector(k: str, stage: Stage, config: dict) -> list[str
     if not spatial:
         return steps
     last, extent = spatial[-1]
-    if config["vectorize"] and extent % VECTOR == 0 and not stage.is_reduction:
+    renamed = {}  # loop name -> its outer part, for the axes that get split
+    if config["vectorize"] and stage.is_reduction and _lanes_outside_reduction(stage):
+        # Pooling over NCHW[x]c data, a sum over a leading axis: the contiguous axis
+        # moves below the reduction loops and becomes the vector; each lane is a
+        # separate reduction, kept in a register across the window.
+        nests = [last] + ([f"{stage.name}_init.{last.split('.', 1)[1]}"] if stage.has_init else [])
+        vectors = nests
+        if extent not in (VECTOR, 2 * VECTOR):
+            steps += [step("loop-split", k, loop=n, factor=VECTOR) for n in nests]
+            vectors = [f"{n}.inner" for n in nests]
+            renamed[last] = f"{last}.outer"
+        steps.append(step("loop-reorder", k, order=[n for n, _ in stage.reduce] + vectors[:1]))
+        steps += [step("loop-vectorize", k, loop=n) for n in vectors]
+    elif config["vectorize"] and extent % VECTOR == 0 and not stage.is_reduction:
         steps.append(step("loop-split", k, loop=last, factor=VECTOR))
         steps.append(step("loop-vectorize", k, loop=f"{last}.inner"))
+        renamed[last] = f"{last}.outer"
     if config["parallel"]:
         candidates = [n for n, e in spatial if e > 1]
-        if candidates and candidates[0] != last:
-            steps.append(step("loop-parallel", k, loop=candidates[0]))
-        elif candidates:
-            steps.append(step("loop-parallel", k, loop=f"{last}.outer" if config["vectorize"]
-                              and extent % VECTOR == 0 and not stage.is_reduction else last))
+        if candidates:
+            steps.append(step("loop-parallel", k, loop=renamed.get(candidates[0], candidates[0])))
     return steps
+
+
+def _lanes_outside_reduction(stage: Stage) -> bool:
+    """Whether a reduction's last output axis can be its vector: a multiple of the
+    vector width that no read slides along (so each lane reads its own contiguous
+    element, as the channel block of NCHW[x]c pooling does)."""
+    last, extent = stage.spatial[-1]
+    return extent % VECTOR == 0 and last not in stage.windowed and all(
+        dims and dims[-1] == {last} and not any(last in d for d in dims[:-1])
+        for _, dims in stage.reads if any(last in d for d in dims))
 
 
 TEMPLATES: list[Template] = [BlockedReduction(), Injective(), Generic()]
