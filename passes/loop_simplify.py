@@ -41,11 +41,10 @@ from xdsl.ir.affine import (
     AffineMap,
 )
 from xdsl.passes import ModulePass
-from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_utils import affine_of, enclosing_loops, fold_access_map, kernels
+from xweave.passes.loop_utils import affine_of, enclosing_loops, erase_dead_ops, fold_access_map, kernels
 
 Interval = tuple[float, float]
 """Inclusive bounds `(lo, hi)` of an integer value; `-inf`/`inf` when unbounded."""
@@ -364,13 +363,8 @@ def _insert_before(ops: Sequence[Operation], anchor: Operation) -> None:
 def remove_trivial_loops(root: Operation) -> bool:
     """Inline loops of extent 1 (the induction variable becomes a constant), erase
     loops of extent 0."""
-    changed = False
-    while True:
-        for_op = next((op for op in root.walk()
-                       if isinstance(op, loop.ForOp) and op.extent <= 1), None)
-        if for_op is None:
-            return changed
-        changed = True
+    trivial = [op for op in root.walk() if isinstance(op, loop.ForOp) and op.extent <= 1]
+    for for_op in reversed(trivial):  # inner loops first: each is still in place
         if for_op.extent == 1:
             const = arith.ConstantOp(IntegerAttr(for_op.lb.value.data, IndexType()))
             _insert_before([const], for_op)
@@ -381,6 +375,7 @@ def remove_trivial_loops(root: Operation) -> bool:
             _insert_before(body, for_op)
         for_op.detach()
         for_op.erase()
+    return bool(trivial)
 
 
 def simplify_access_map(op: loop.LoadOp | loop.StoreOp) -> bool:
@@ -555,7 +550,7 @@ def simplify_function(function: func.FuncOp, max_rounds: int = 10) -> None:
                 changed |= simplify_access_map(op)
         changed |= simplify_conditions(function)
         changed |= remove_write_only_buffers(function)
-        changed |= region_dce(function.body)
+        changed |= erase_dead_ops(function)
         changed |= sink_constants(function)
         if not changed:
             return

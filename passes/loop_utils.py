@@ -15,7 +15,7 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
-from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
@@ -172,8 +172,31 @@ def fold_access_maps(root: Operation) -> None:
     for op in list(root.walk()):
         if isinstance(op, (loop.LoadOp, loop.StoreOp)):
             fold_access_map(op)
-    for region in root.regions:
-        region_dce(region)
+    erase_dead_ops(root)
+
+
+def erase_dead_ops(root: Operation) -> bool:
+    """Erase the ops under `root` whose results are unused and that have no other
+    effect (index arithmetic, loads, constants), and loops left empty; returns
+    whether anything was erased.
+
+    One backward walk: users are visited before what they use, so chains die
+    together. xDSL's `region_dce` computes the same for these IRs but asks every loop
+    for the effects of its whole body on every sweep, quadratic in the kernel size
+    (it was most of a tuning candidate's build time)."""
+    changed = False
+    for op in reversed(list(root.walk())):
+        if op is root or op.parent is None:
+            continue
+        if isinstance(op, loop.ForOp):
+            dead = all(isinstance(o, loop.YieldOp) for o in op.body.block.ops)
+        else:
+            dead = not op.regions and is_trivially_dead(op)
+        if dead:
+            op.detach()
+            op.erase()
+            changed = True
+    return changed
 
 
 def replace_induction_var(old: SSAValue, expr: AffineExpr, operands: list[SSAValue],
