@@ -17,6 +17,14 @@ loop-cache-write{stage=conv2d at="conv2d.y.outer"}
   the stage's buffer (guarded by `scf.if` where a box at the end of a non-dividing
   tile would leave the buffer), for later epilogue fusion, vectorizing or unrolling.
 
+`accumulate=true` caches a stage whose reduction is split around `at` (GotoBLAS-style
+K blocking: `k.outer > ... > at > k.inner`): loops of the update nest enclosing `at`
+may then be reduction loops (ones that do not move the box). The init nest stays
+where it is and initialises the whole buffer once; instead, a copy-in nest
+`<stage>_read.<axis>` at the start of `at`'s body loads the box from the buffer into
+the local buffer (guarded like the write-back), so each visit of the box resumes the
+partial sums the previous visit wrote back. The stores need not cover the box then.
+
 `order=d_1,...,d_r` (a permutation of the buffer's dimensions) lays the local buffer
 out in that dimension order, e.g. `order=0,2,3,1` for an NCHW conv tile vectorized
 over channels: the channel axis becomes the contiguous one, as the vector loop needs.
@@ -25,8 +33,8 @@ This is how a stage writing a kernel output (the last conv2d of a kernel) gets a
 register-blocked accumulator. Refused (PassFailedException, IR untouched): an unknown
 stage or loop; `at` not a loop of the stage's single update nest; an access of the
 buffer in that nest outside `at`; a loop enclosing `at` inside the stage that does not
-move the written box by at least its size along one dimension (a reduction loop, or
-overlapping tiles); stores that leave holes in the box; an init nest not stored at one
+move the written box by at least its size along one dimension (overlapping tiles, or,
+unless `accumulate`, a reduction loop); stores that leave holes in the box; an init nest not stored at one
 whole loop per dimension.
 """
 
@@ -53,6 +61,7 @@ from xweave.passes.loop_regions import (
     find_stage,
     guard_nest,
     infer_region,
+    linearize,
     memory_scope,
     nest_of,
     rebase_access,
@@ -76,8 +85,9 @@ class LoopCacheWritePass(ModulePass):
 
     Options: `stage`, `at` (a loop of the stage's update nest), `scope` (the memory
     scope of the cache, default `local`), `order` (dimension order of the cache,
-    default the buffer's), `kernel` (default: every kernel that has the
-    stage).
+    default the buffer's), `accumulate` (reduction loops may enclose `at`: the cache
+    is loaded from the buffer by a `<stage>_read.*` nest and the init nest stays
+    put), `kernel` (default: every kernel that has the stage).
     """
 
     name = "loop-cache-write"
@@ -86,6 +96,7 @@ class LoopCacheWritePass(ModulePass):
     at: str
     scope: str = "local"
     order: tuple[int, ...] = ()
+    accumulate: bool = False
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -114,17 +125,27 @@ class LoopCacheWritePass(ModulePass):
                 f"{what}: the stage accesses its buffer outside '{self.at}'")
         stores = [a for a in accesses if isinstance(a, loop.StoreOp)]
         region, boxes = infer_region(accesses, at, shape, what)
-        for access, box in zip(accesses, boxes, strict=True):
-            if box is not None and access in stores:
-                check_dense(box, region, what)
         inside = [f for f in region.fixed if update.is_ancestor(f)]
+        if self.accumulate:
+            # The copy-in makes every element of the box valid: holes are harmless, and
+            # a loop that leaves the box in place just revisits the same partial sums.
+            inside = [f for f in inside if _moves(region, f)]
+        else:
+            for access, box in zip(accesses, boxes, strict=True):
+                if box is not None and access in stores:
+                    check_dense(box, region, what)
         check_disjoint(region, inside, what)
-        inits = [(root, spatial_loops(stage, root, shape)) for root in stage.init]
+        if self.accumulate:
+            inits = []
+            names = _init_axes(stage, shape)
+        else:
+            inits = [(root, spatial_loops(stage, root, shape)) for root in stage.init]
+            names = inits[0][1] if inits else None
         order = dimension_order(self.order, len(shape), what)
         cache_type = MemRefType(buffer_type.get_element_type(),
                                 [region.extents[d] for d in order],
                                 memory_space=memory_scope(self.scope))
-        axes = _axis_names(stage, inits, boxes, region, len(shape))
+        axes = _axis_names(names, boxes, region, len(shape))
 
         def run() -> None:
             fixed = region.fixed_ivs
@@ -142,24 +163,36 @@ class LoopCacheWritePass(ModulePass):
             touched = accesses_of(at, buffer)
             for access in touched:
                 rebase_access(access, cache.memref, region.offsets, fixed)
-            # The write-back: buffer[offset + i] = cache[i] over the box.
-            names = [f"{self.stage}_write.{a}" for a in axes]
-            fors = nest_of(region.extents, names)
-            ivs = [f.induction_var for f in fors]
-            for f, a in zip(fors, axes):
-                f.induction_var.name_hint = a.replace(".", "_")
-            value = loop.LoadOp(cache.memref, ivs)
             rank = len(shape)
             shifted = [off.replace_dims_and_symbols(
                 [AffineExpr.dimension(rank + i) for i in range(len(fixed))], [])
                 for off in region.offsets]
             target = AffineMap(rank + len(fixed), 0, tuple(
                 AffineDimExpr(d) + shifted[d] for d in range(rank)))
-            store = loop.StoreOp(value.result, buffer, [*ivs, *fixed], target)
-            fors[-1].add_ops([value, store])
-            guard_nest(region, shape, fors)
-            at.add_ops([fors[0]])
-            touched += [value, store]
+
+            def copy_nest(kind: str) -> tuple[loop.ForOp, list[loop.LoadOp | loop.StoreOp]]:
+                """cache[i] = buffer[offset + i] (`read`) or the reverse (`write`)."""
+                fors = nest_of(region.extents, [f"{self.stage}_{kind}.{a}" for a in axes])
+                ivs = [f.induction_var for f in fors]
+                for f, a in zip(fors, axes):
+                    f.induction_var.name_hint = a.replace(".", "_")
+                if kind == "read":
+                    value = loop.LoadOp(buffer, [*ivs, *fixed], target)
+                    store = loop.StoreOp(value.result, cache.memref, ivs)
+                else:
+                    value = loop.LoadOp(cache.memref, ivs)
+                    store = loop.StoreOp(value.result, buffer, [*ivs, *fixed], target)
+                fors[-1].add_ops([value, store])
+                guard_nest(region, shape, fors)
+                return fors[0], [value, store]
+
+            if self.accumulate:
+                read, copies = copy_nest("read")
+                block.insert_op_after(read, cache)
+                touched += copies
+            write, copies = copy_nest("write")
+            at.add_ops([write])
+            touched += copies
             for access in touched:
                 if access.memref is cache.memref:
                     permute_access(access, order)
@@ -170,12 +203,28 @@ class LoopCacheWritePass(ModulePass):
         return run
 
 
-def _axis_names(stage: Stage, inits, boxes, region, rank: int) -> list[str]:
-    """Names of the write-back loops: the init nest's axes (`conv2d_init.y` -> `y`), or
+def _moves(region, f: loop.ForOp) -> bool:
+    """Whether the box's offset depends on loop `f` (one of `region.fixed`)."""
+    position = region.fixed.index(f)
+    return any(position in linearize(off).used_dims() for off in region.offsets)
+
+
+def _init_axes(stage: Stage, shape) -> list[loop.ForOp] | None:
+    """The init nest's loop per dimension, if it still has one whole loop each."""
+    if len(stage.init) != 1:
+        return None
+    try:
+        return spatial_loops(stage, stage.init[0], shape)
+    except PassFailedException:
+        return None
+
+
+def _axis_names(init_loops, boxes, region, rank: int) -> list[str]:
+    """Names of the copy loops: the init nest's axes (`conv2d_init.y` -> `y`), or
     the base name of the loop indexing each dimension inside `at`, or `i<d>`."""
     names: list[str | None] = [None] * rank
-    if inits:
-        for d, f in enumerate(inits[0][1]):
+    if init_loops:
+        for d, f in enumerate(init_loops):
             names[d] = f.name_str.split(".", 1)[1] if f.name_str and "." in f.name_str else None
     else:
         box = next(b for b in boxes if b is not None)

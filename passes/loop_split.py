@@ -23,7 +23,7 @@ from typing import Literal
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -81,6 +81,8 @@ def split_loop(
     if outer_extent * inner_extent != n:
         where = inner if guard == "inner" else perfect_nest(inner)[-1]
         target = _guard(where, index, ivs, n)
+    else:
+        target = _uses_block(for_op.induction_var, target)
     lb, step = for_op.lb.value.data, for_op.step.value.data
     replace_induction_var(for_op.induction_var, index * step + lb, ivs, target)
 
@@ -90,6 +92,31 @@ def split_loop(
     for_op.detach()
     for_op.erase()
     return outer, inner
+
+
+def _uses_block(value: SSAValue, top: Block) -> Block:
+    """The innermost block under `top` that holds every use of `value`: the old index
+    is computed there, so a use deep in the nest (a guard's condition) does not put
+    ops between the new loops and the rest of a perfect nest."""
+    chains = []
+    for use in value.uses:
+        chain: list[Block] = []
+        block = use.operation.parent_block()
+        while block is not None and block is not top:
+            chain.append(block)
+            parent = block.parent_op()
+            block = parent.parent_block() if parent is not None else None
+        if block is None:
+            return top
+        chains.append(chain[::-1])
+    if not chains:
+        return top
+    found = top
+    for level in zip(*chains):
+        if any(b is not level[0] for b in level):
+            break
+        found = level[0]
+    return found
 
 
 def _guard(where: loop.ForOp, index: AffineExpr, ivs, n: int) -> Block:

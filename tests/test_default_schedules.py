@@ -155,10 +155,102 @@ def test_template_choices_for_a_conv():
     names = [s.name for s in stages]
     for stage in stages[: names.index("loop") + 1]:
         PassPipeline(stage.passes).apply(make_context(), module)
-    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes)
+    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes
+                  and "conv2d" in f.sym_name.data)
     info = analyse(kernel)
     template = template_for(info)
     config = template.default_config(info)
     assert template.name == "blocked-reduction"
     assert config["tile_cols"] == 16 and config["tile_rows"] > 1
     assert any(s.startswith('loop-pack{buffer=1') for s in template.pipeline(info, config))
+
+
+# --- GotoBLAS K blocking (k_block / m_block) -------------------------------------------------
+
+
+def matmul_info(m, k, n):
+    from xweave.kernel import lower_kernel_to_loop
+
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis(k, name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="matmul")
+    module = lower_kernel_to_loop("matmul", [A, B], [C])
+    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp))
+    info = analyse(kernel)
+    return (A, B, C), info, template_for(info)
+
+
+def check_blocked_matmul(m, k, n, **overrides) -> str:
+    tensors, info, template = matmul_info(m, k, n)
+    config = {**template.default_config(info), **overrides}
+    steps = template.pipeline(info, config)
+    kernel = build_kernel("matmul", list(tensors[:2]), [tensors[2]], schedule=",".join(steps))
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    out = np.full((m, n), np.nan, np.float32)
+    np.testing.assert_allclose(kernel(a, b, out=[out]), a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+    return kernel.loop_ir
+
+
+@pytest.mark.parametrize("m, rows, blocks", [(256, 4, 8), (250, 6, 6)])
+@pytest.mark.parametrize("parallel", [True, False])
+def test_matmul_k_blocking_reduced(m, rows, blocks, parallel):
+    # m x 512 x 128 in k blocks of 64 and row blocks of at most 48 rows: 64 tiles of 4
+    # in 8 blocks; 42 tiles of 6 (the last one ragged) in 6 blocks of 7 (an even count)
+    text = check_blocked_matmul(m, 512, 128, k_block=64, m_block=48, tile_rows=rows,
+                                parallel=parallel)
+    blocked = f'"matmul.i.outer.outer" %i_outer_outer = 0 to {blocks}'
+    for name in ('"matmul.k.outer" %k_outer = 0 to 8', '"matmul.k.inner" %k_inner = 0 to 64',
+                 blocked):
+        assert name in text
+    # the register block is loaded from the output (vectors) at each k.outer step
+    assert "= loop.load %out[" in text and "vector<8xf32>" in text
+    assert (blocked + " parallel" in text) == parallel
+
+
+def test_k_blocking_by_default_only_for_long_reductions():
+    for k, blocked in [(512, False), (1024, False), (2048, True)]:
+        _, info, template = matmul_info(2048, k, 2048)
+        config = template.default_config(info)
+        assert bool(config["k_block"]) == blocked, k
+        if blocked:  # a 256 x 16 panel slice in L1, 2048 rows in 18 blocks of 19 tiles
+            assert (config["k_block"], config["m_block"]) == (256, 256)
+            steps = template.pipeline(info, config)
+            assert 'loop-split{loop="matmul.i.outer" factor=19 kernel="matmul"}' in steps
+            assert 'loop-parallel{loop="matmul.i.outer.outer" kernel="matmul"}' in steps
+            assert any("accumulate=true" in s for s in steps)
+        assert 0 in template.knobs(info)["k_block"]
+    # a default-blocked shape end to end: K = 2048, few rows and columns
+    assert "matmul.k.outer" in check_blocked_matmul(20, 2048, 32)
+
+
+def test_no_k_blocking_with_an_epilogue_or_several_reductions():
+    # conv (three reductions) and dense+bias (an epilogue on the tile) keep one k loop
+    model = conv_model(7, 16, 32, 3, 1, 1, 1)
+    module = xweave.load_onnx(model)
+    from xdsl.passes import PassPipeline
+
+    from xweave.context import make_context
+    from xweave.pipeline import llvm_stages
+
+    stages = llvm_stages()
+    names = [s.name for s in stages]
+    for stage in stages[: names.index("loop") + 1]:
+        PassPipeline(stage.passes).apply(make_context(), module)
+    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp)
+                  and "xweave.kernel" in f.attributes and "conv2d" in f.sym_name.data)
+    info = analyse(kernel)
+    template = template_for(info)
+    assert template.knobs(info)["k_block"] == [0]
+    assert template.default_config(info)["k_block"] == 0
+
+
+@settings(max_examples=6, deadline=None)
+@given(m=st.integers(1, 40), k_blocks=st.integers(2, 4), n=st.sampled_from([8, 16, 32, 40]),
+       k_block=st.sampled_from([32, 48, 64]), m_block=st.sampled_from([0, 6, 12, 24, 64]),
+       tile_rows=st.integers(1, 6), parallel=st.booleans())
+def test_random_k_blocked_matmuls(m, k_blocks, n, k_block, m_block, tile_rows, parallel):
+    text = check_blocked_matmul(m, k_block * k_blocks, n, k_block=k_block, m_block=m_block,
+                                tile_rows=tile_rows, parallel=parallel)
+    assert "matmul.k.outer" in text and "= loop.load %out[" in text

@@ -509,3 +509,31 @@ def test_random_conv_tiles(o, h, w, to, ty, cache_write):
         spec = (CONV_TVM.replace("factor=4", f"factor={to}").replace("factor=2", f"factor={ty}")
                 + ',loop-compute-at{stage=pad at="conv2d.y" scope=local}')
     kernel.check(spec, native=cache_write)
+
+
+# --- cache-write with the reduction split around the tile (accumulate) -------------------
+
+
+def matmul_model(m, k, n):
+    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", [m, k])], ["y"],
+                      {"w": weights(k, n)})
+
+
+@pytest.mark.parametrize("order", ["0,1", "1,0"])
+def test_cache_write_accumulate_with_k_blocking(order):
+    # GotoBLAS order: k.outer > i0.outer > i1.outer (the tile) > k.inner; 7 rows by 3
+    # (ragged, guarded), 10 = 2 x 5 reduction steps.
+    kernel = Kernel(matmul_model(7, 10, 12))
+    spec = ('loop-split{loop="matmul.i0" factor=3 guard=innermost},'
+            'loop-split{loop="matmul.i1" factor=4},loop-split{loop="matmul.k" factor=5},'
+            'loop-reorder{order="matmul.k.outer","matmul.i0.outer","matmul.i1.outer",'
+            '"matmul.k.inner","matmul.i0.inner","matmul.i1.inner"},'
+            f'loop-cache-write{{stage=matmul at="matmul.i1.outer" accumulate=true order={order}}}')
+    scheduled = kernel.check(spec)
+    found = loops(scheduled)
+    at = found["matmul.i1.outer"]
+    body = [op.name_str for op in at.body.block.ops if isinstance(op, loop.ForOp)]
+    assert body == ["matmul_read.i0", "matmul.k.inner", "matmul_write.i0"]
+    assert found["matmul_init.i0"].extent == 7  # the init still zeroes the whole output
+    # and on threads: the column tiles are independent within one k.outer step
+    kernel.check(spec + ',loop-parallel{loop="matmul.i1.outer"},loop-simplify')
