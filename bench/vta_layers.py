@@ -3,7 +3,9 @@
 For each layer and at most 1 (serialized), 2 and 4 virtual threads (the schedule may
 use fewer when smaller tiles cost more DRAM traffic than the overlap gains; reported as
 `threads_used`): simulated cycles, compute
-utilization (GEMM core busy / total cycles), the gain over the serialized program,
+utilization (GEMM core busy / total cycles) and its ceiling for the program (the GEMM
+share of the compute module's busy time: what perfect load/store overlap would give),
+the gain over the serialized program,
 bit-exactness against numpy, and the wall time of numpy's reference beside the
 simulation (the simulator is a model, not a speed claim). Optionally a roofline-style
 plot: utilization-weighted attained GOPS vs arithmetic intensity (MACs per DRAM byte),
@@ -63,6 +65,11 @@ def run_layer(name: str, threads: list[int], seed: int = 0) -> list[dict]:
             "speedup_vs_serialized": round(base / rep.total_cycles, 3),
             "gops_at_clock": round(rep.gops, 2), "macs": rep.mac_count, "dram_bytes": dram,
             "intensity_macs_per_byte": round(rep.mac_count / dram, 2),
+            # The best this program can reach if loads and stores hid completely: the
+            # GEMM share of the compute module's own busy time (the rest is the
+            # accumulator reset, the ALU epilogue and instruction overheads).
+            "compute_ceiling": round(rep.gemm_counter / rep.busy_cycles["compute"], 4),
+            "of_ceiling": round(rep.compute_utilization * rep.busy_cycles["compute"] / rep.gemm_counter, 4),
             "bit_exact": bool(np.array_equal(out, ref)),
             "busy": rep.busy_cycles, "sim_wall_s": round(wall, 2), "numpy_ref_s": round(numpy_s, 3),
         })
