@@ -22,6 +22,9 @@ class XweaveOptMain(xDSLOptMain):
 
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
+        for acc in _plugin_accelerators():
+            if acc.dialect.name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(acc.dialect.name, lambda d=acc.dialect: d)
 
     def register_all_frontends(self):
         super().register_all_frontends()
@@ -42,6 +45,65 @@ class XweaveOptMain(xDSLOptMain):
 
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
+        for acc in _plugin_accelerators():
+            for cls in acc.passes:
+                self.register_pass(cls.name, lambda c=cls: c)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        # Consumed by opt_main before parsing (plugins must register first); declared
+        # here for --help.
+        arg_parser.add_argument(
+            "--load-plugin", metavar="MODULE", action="append", default=[],
+            help="import MODULE (a module name or a .py file) first, e.g. one that "
+                 "registers an accelerator: its dialect and passes become available; "
+                 "may be repeated")
+
+
+def _plugin_accelerators():
+    from xweave.accel.api import registered_accelerators
+
+    return registered_accelerators()
+
+
+def load_plugins(args: list[str]) -> list[str]:
+    """Import the plugins named by `--load-plugin P` / `--load-plugin=P` in `args`
+    (P: a module importable from the working directory or PYTHONPATH, as `python -m`
+    finds it, or the path of a .py file); returns the other arguments."""
+    import importlib
+    import importlib.util
+    import os
+
+    rest, plugins = [], []
+    it = iter(args)
+    for arg in it:
+        if arg == "--load-plugin":
+            plugins.append(next(it, ""))
+        elif arg.startswith("--load-plugin="):
+            plugins.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    if plugins and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for plugin in plugins:
+        try:
+            if plugin.endswith(".py"):
+                spec = importlib.util.spec_from_file_location(
+                    os.path.basename(plugin)[:-3], plugin)
+                if spec is None or spec.loader is None or not os.path.isfile(plugin):
+                    raise ImportError(f"no such file {plugin}")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(plugin)
+        except ImportError as e:
+            raise PluginError(f"--load-plugin {plugin!r}: cannot import it ({e})") from None
+    return rest
+
+
+class PluginError(XweaveError):
+    """A --load-plugin module could not be imported."""
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -52,6 +114,7 @@ def _fail(message: str, code: int = 1) -> None:
 def opt_main(args: list[str] | None = None) -> None:
     """Entry point of `xweave-opt`: parse, run a pass pipeline, print."""
     try:
+        args = load_plugins(sys.argv[1:] if args is None else list(args))
         XweaveOptMain(description="xweave modular optimizer driver", args=args).run()
     except (ParseError, DiagnosticException) as e:
         # Both already say where (file:line:col) and what.

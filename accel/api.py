@@ -14,10 +14,14 @@ core passes is specific to one accelerator:
   tokens (`virtual-threads` inserts `loop.dep_push/pop` between them);
 * `lower` — the lowering rule: a `func.func` in loop form (intrinsic calls, dependency
   ops, scratchpad buffers) -> a `LoweredProgram` (ISA program + DRAM layout of args);
-* `simulate` — the simulator hook: `(program, dram) -> (outputs, report)`.
+* `simulate` — the simulator hook: `(program, dram) -> (outputs, report)`;
+* `passes` — its own passes (e.g. a lowering to its ISA), offered by `xweave-opt`
+  next to the built-in ones.
 
 Register it once with `register_accelerator(acc)`; `get_accelerator(name)` and
-`find_intrinsic("acc.intrinsic")` are how passes find it. VTA is registered through this
+`find_intrinsic("acc.intrinsic")` are how passes find it. From the command line,
+`xweave-opt --load-plugin MODULE` imports the module that registers it; its dialect
+and passes are then available like xweave's own. VTA is registered through this
 API (`xweave.accel.vta.target`); `accel/README.md` walks through a worked example.
 
 The helpers `unrolled_calls` and `IntrinsicCall` are the shared machinery a lowering
@@ -34,6 +38,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Dialect, Operation, SSAValue
+from xdsl.passes import ModulePass
 
 from xweave import te
 from xweave.errors import XweaveError
@@ -49,6 +54,7 @@ __all__ = [
     "get_accelerator",
     "list_accelerators",
     "register_accelerator",
+    "registered_accelerators",
     "unrolled_calls",
 ]
 
@@ -134,6 +140,7 @@ class Accelerator:
     lower: Callable[..., LoweredProgram]
     simulate: Callable[..., tuple[Any, Any]]
     doc: str = ""
+    passes: tuple[type[ModulePass], ...] = ()
 
     def __post_init__(self) -> None:
         for name, intr in self.intrinsics.items():
@@ -190,6 +197,11 @@ def get_accelerator(name: str) -> Accelerator:
 
 def list_accelerators() -> list[str]:
     return sorted(set(_REGISTRY) | set(_BUILTIN))
+
+
+def registered_accelerators() -> list[Accelerator]:
+    """The accelerators registered so far (built-in ones only once loaded)."""
+    return list(_REGISTRY.values())
 
 
 def find_intrinsic(qualified: str) -> tuple[Accelerator, TensorIntrinsic]:

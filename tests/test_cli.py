@@ -156,6 +156,32 @@ def test_xweave_opt_unknown_pass(tmp_path):
     assert r.returncode != 0 and "Traceback" not in r.stderr and "no-such-pass" in r.stderr
 
 
+def test_xweave_opt_load_plugin_registers_an_accelerator(tmp_path):
+    """A plugin module that registers an accelerator brings its dialect and passes."""
+    (tmp_path / "mini_plugin.py").write_text(
+        "import sys; sys.path.insert(0, %r)\n"
+        "import gemm8x8  # registers the unit\n" % str(ROOT / "examples"))
+    path = tmp_path / "ok.mlir"
+    path.write_text("func.func @f() {\n  func.return\n}\n")
+    r = run("xweave-opt", "--load-plugin", "mini_plugin", path, "-p", "convert-loop-to-gemm8x8",
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "func.func @f" in r.stdout
+    r = run("xweave-opt", "--load-plugin", tmp_path / "mini_plugin.py", path, "-p",
+            "convert-loop-to-gemm8x8")
+    assert r.returncode == 0, r.stderr
+    r = run("xweave-opt", path, "-p", "convert-loop-to-gemm8x8", cwd=tmp_path)
+    assert r.returncode != 0 and "convert-loop-to-gemm8x8" in r.stderr
+
+
+def test_xweave_opt_missing_plugin(tmp_path):
+    path = tmp_path / "ok.mlir"
+    path.write_text("func.func @f() {\n  func.return\n}\n")
+    r = run("xweave-opt", "--load-plugin=no_such_plugin_module", path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "no_such_plugin_module" in r.stderr
+
+
 def test_main_job_from_readme():
     r = run("xweave", "run", ROOT / "examples" / "small_cnn.onnx", "--print-time", "--repeat", "2")
     assert r.returncode == 0, r.stderr

@@ -6,10 +6,10 @@ unit with fill-zero and fused GEMM-add intrinsics (the "gemm8x8" of the TVM talk
 * `simulator.py` — the simulator hook (functional and timed);
 * `accelerator.py` — intrinsics declared as `te` computations, the lowering rule, and
   the registration (`register_accelerator`);
-* `dense.py` — a dense layer end to end (schedule, `tensorize`, lowering, simulation);
-* `opt.py` — `xweave-opt` with the unit's dialect and lowering pass loaded.
+* `dense.py` — a dense layer end to end (schedule, `tensorize`, lowering, simulation).
 
-Importing the package registers the accelerator as "gemm8x8".
+Importing the package registers the accelerator as "gemm8x8" (`xweave-opt
+--load-plugin gemm8x8` does, with `examples/` on PYTHONPATH).
 """
 
 from .accelerator import GEMM8X8

@@ -168,10 +168,8 @@ def make_accelerator(config: Gemm8x8Config = DEFAULT) -> Accelerator:
         lower=lower,
         simulate=lambda lowered, inputs, **kw: simulate(lowered, inputs, config, **kw),
         doc="8x8 int8 GEMM unit with fill-zero and fused GEMM-add",
+        passes=(ConvertLoopToGemm8x8Pass,),
     )
-
-
-GEMM8X8 = register_accelerator(make_accelerator())
 
 
 @dataclass(frozen=True)
@@ -189,3 +187,6 @@ class ConvertLoopToGemm8x8Pass(ModulePass):
                 program = acc.lower(f, acc).program
                 program.attributes["kernel"] = StringAttr(f.sym_name.data)
                 Rewriter.replace_op(f, program, [])
+
+
+GEMM8X8 = register_accelerator(make_accelerator())

@@ -1,5 +1,5 @@
-// RUN: env PYTHONPATH=%S/../../../examples python -m gemm8x8.opt %s | filecheck %s
-// RUN: env PYTHONPATH=%S/../../../examples python -m gemm8x8.opt %s --print-op-generic | env PYTHONPATH=%S/../../../examples python -m gemm8x8.opt | filecheck %s
+// RUN: env PYTHONPATH=%S/../../../examples xweave-opt --load-plugin gemm8x8 %s | filecheck %s
+// RUN: env PYTHONPATH=%S/../../../examples xweave-opt --load-plugin gemm8x8 %s --print-op-generic | env PYTHONPATH=%S/../../../examples xweave-opt --load-plugin gemm8x8 | filecheck %s
 
 // The ISA of examples/gemm8x8 (a second accelerator added through the designer API)
 // prints, parses and round-trips through the generic form.

@@ -1,4 +1,4 @@
-// RUN: env PYTHONPATH=%S/../../../examples python -m gemm8x8.opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: env PYTHONPATH=%S/../../../examples xweave-opt --load-plugin gemm8x8 %s --split-input-file --verify-diagnostics | filecheck %s
 
 // One invalid op per verifier message of the gemm8x8 dialect (default config: 8 operand
 // tiles, 4 accumulator tiles; DRAM addresses aligned to the tile moved).
