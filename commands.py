@@ -37,6 +37,7 @@ def _compile(args: argparse.Namespace) -> None:
         module = xweave.build(args.model, target=args.target,
                               input_shapes=parse_input_shapes(args.input_shapes),
                               dump_ir=args.dump_ir, fuse=not args.no_fuse,
+                              layout=args.layout == "nchwc",
                               tuning_records=args.tuning_records,
                               calibration=args.calibration)
     module.export(args.output)
@@ -130,6 +131,9 @@ def register(sub) -> None:
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
     p.add_argument("--no-fuse", action="store_true",
                    help="turn operator fusion off: one kernel per graph op")
+    p.add_argument("--layout", choices=("nchw", "nchwc"), default="nchw",
+                   help="data layout of convolutions: nchwc runs them on channel-blocked "
+                   "NCHW16c data (default: nchw)")
     p.add_argument("--tuning-records", metavar="FILE",
                    help="records of `xweave tune`: each kernel gets its best recorded schedule")
     p.add_argument("--calibration", metavar="INPUTS.npz",

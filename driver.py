@@ -50,6 +50,7 @@ def build(
     threads: int | None = None,
     tuning_records: str | os.PathLike | None = None,
     fuse: bool = True,
+    layout: bool = False,
     calibration=None,
     **target_options,
 ):
@@ -63,7 +64,8 @@ def build(
     recompiling. `tuning_records=FILE` schedules each kernel with the best schedule
     recorded for it by `xweave tune` (the others keep their default schedule).
     `fuse=False` turns operator fusion off (one kernel per graph op: the paper's
-    fusion ablation).
+    fusion ablation). `layout=True` runs convolutions on channel-blocked NCHW16c data
+    (the `layout` stage, graph-alter-layout).
 
     `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
     (an .npz path, {name: array} or a list of them), runs its conv2d/dense layers on the
@@ -111,7 +113,7 @@ def build(
             (dump_dir / f"{stage_index:02d}-{name}.mlir").write_text(print_module(stage_module))
         stage_index += 1
 
-    lower_to_llvm(module, on_stage, tuning_records, fuse=fuse)
+    lower_to_llvm(module, on_stage, tuning_records, fuse=fuse, layout=layout)
     compiled = CompiledModule.from_llvm_module(module, params, signature)
     if threads is not None:
         from xweave.runtime.threads import set_num_threads

@@ -26,15 +26,18 @@ class Stage:
     passes: tuple[ModulePass, ...]
 
 
-def llvm_stages(tuning_records: str | None = None, fuse: bool = True) -> list[Stage]:
+def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
+                layout: bool = False) -> list[Stage]:
     """The stages from a graph-dialect module to an llvm-dialect module
     (`tuning_records`: a records file whose best schedules replace the defaults;
-    `fuse=False` leaves out operator fusion, one kernel per graph op)."""
+    `fuse=False` leaves out operator fusion, one kernel per graph op; `layout=True`
+    adds the layout stage: convs on channel-blocked NCHW16c data)."""
     from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
     from xweave.lowering.graph_to_te import ConvertGraphToTePass
     from xweave.lowering.loop_to_llvm import ConvertLoopToLLVMPass
     from xweave.lowering.te_to_loop import ConvertTeToLoopPass
+    from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
     from xweave.passes.graph_cse import GraphCsePass
     from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
     from xweave.passes.graph_fuse import GraphFusePass
@@ -50,6 +53,10 @@ def llvm_stages(tuning_records: str | None = None, fuse: bool = True) -> list[St
         #    and what is left unused is erased.
         Stage("graph-opt", (GraphFoldConstantsPass(), GraphSimplifyInferencePass(),
                             GraphCsePass(), DeadCodeElimination())),
+        # 0a. Convolutions, their epilogues and pools run on channel-blocked NCHW16c
+        #     data (weights transformed at compile time); transforms back to NCHW only
+        #     where a consumer needs it.
+        Stage("layout", (GraphAlterLayoutPass(), GraphFoldConstantsPass(), DeadCodeElimination())),
         # 0b. Operator fusion (the paper's rules): conv2d/dense take their elementwise
         #     epilogues, injective chains and reductions their injective inputs, each
         #     group a graph.fused op.
@@ -69,7 +76,7 @@ def llvm_stages(tuning_records: str | None = None, fuse: bool = True) -> list[St
         # 5. Loops, buffers and scalar/vector math become the llvm dialect.
         Stage("llvm", (ConvertLoopToLLVMPass(),)),
     ]
-    return [s for s in stages if fuse or s.name != "fused"]
+    return [s for s in stages if (fuse or s.name != "fused") and (layout or s.name != "layout")]
 
 
 def pass_pipeline_spec(stages: list[Stage]) -> str:
@@ -82,6 +89,7 @@ def lower_to_llvm(
     on_stage: Callable[[str, ModuleOp], None] | None = None,
     tuning_records: str | None = None,
     fuse: bool = True,
+    layout: bool = False,
 ) -> ModuleOp:
     """Lower a graph-dialect `module` in place to the llvm dialect.
 
@@ -91,7 +99,7 @@ def lower_to_llvm(
     ctx = make_context()
     if on_stage:
         on_stage("graph", module)
-    for stage in llvm_stages(tuning_records, fuse):
+    for stage in llvm_stages(tuning_records, fuse, layout):
         PassPipeline(stage.passes).apply(ctx, module)
         module.verify()
         if on_stage:

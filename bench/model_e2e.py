@@ -3,9 +3,10 @@
     python bench/model_e2e.py                                # every model, 1 and 2 threads
     python bench/model_e2e.py --models resnet18 --threads 1
     python bench/model_e2e.py --models resnet50 --fuse both  # the fusion ablation
+    python bench/model_e2e.py --layout nchwc                 # convs on NCHW16c data
 
 One JSON line per (model, threads, fusion setting):
-`{"model", "threads", "fuse", "xweave_ms", "ort_ms", "ratio", "compile_s", "peak_bytes",
+`{"model", "threads", "fuse", "layout", "xweave_ms", "ort_ms", "ratio", "compile_s", "peak_bytes",
 "max_rel_err"}`. `ratio` is xweave's speed relative to onnxruntime (ort_ms /
 xweave_ms: above 1, xweave is faster); times are medians of `--repeat` runs. With
 `--fuse both`, the fused record also carries `fusion_speedup` (unfused ms / fused ms).
@@ -45,11 +46,13 @@ def ort_session(path, threads: int):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def compile_model(path, fuse: bool):
-    """(module, seconds) for `xweave.build`, with fusion on or off."""
+def compile_model(path, fuse: bool, layout: str = "nchw"):
+    """(module, seconds) for `xweave.build`, with fusion on or off, NCHW or NCHW16c convs."""
     import xweave
 
     options = {} if fuse else {"fuse": False}
+    if layout == "nchwc":
+        options["layout"] = True
     start = time.perf_counter()
     module = xweave.build(path, **options)
     return module, time.perf_counter() - start
@@ -65,7 +68,8 @@ def max_rel_err(got, expected) -> float:
     return worst
 
 
-def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int) -> None:
+def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int,
+                layout: str = "nchw") -> None:
     import onnx
 
     import models
@@ -77,7 +81,7 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
     compiled = {}
     for fuse in fuse_modes:
         try:
-            compiled[fuse] = compile_model(path, fuse)
+            compiled[fuse] = compile_model(path, fuse, layout)
         except Exception as e:  # noqa: BLE001 - reported, the other models still run
             emit({"model": name, "fuse": fuse, "error": f"{type(e).__name__}: {e}"})
             log(f"{name} (fuse={'on' if fuse else 'off'}): compilation failed: {type(e).__name__}: {e}")
@@ -93,7 +97,7 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
             got = module.run(**feeds)
             xw_s = median_time(lambda: module.run(**feeds), repeat)
             record = {
-                "model": name, "threads": threads, "fuse": fuse,
+                "model": name, "threads": threads, "fuse": fuse, "layout": layout,
                 "xweave_ms": round(xw_s * 1e3, 3), "ort_ms": round(ort_s * 1e3, 3),
                 "ratio": round(ort_s / xw_s, 3), "compile_s": round(compile_s, 1),
                 "peak_bytes": module.peak_memory_bytes,
@@ -120,6 +124,8 @@ def main() -> None:
     parser.add_argument("--fuse", choices=("on", "off", "both"), default="on",
                         help="operator fusion: on (default), off, or both (the ablation)")
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per median")
+    parser.add_argument("--layout", choices=("nchw", "nchwc"), default="nchw",
+                        help="conv data layout: nchw (default) or nchwc (xweave.build(layout=True))")
     args = parser.parse_args()
     threads_list = [int(t) for t in args.threads.split(",")]
     set_threads(max(threads_list))
@@ -138,7 +144,7 @@ def main() -> None:
             return
     log(f"machine: {machine()}")
     for name in names:
-        bench_model(name, threads_list, fuse_modes, args.repeat)
+        bench_model(name, threads_list, fuse_modes, args.repeat, args.layout)
 
 
 if __name__ == "__main__":

@@ -89,6 +89,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from xweave.layout import transform_shape
+
 # --------------------------------------------------------------------------------------
 # Operator patterns (TVM's OpPatternKind, same order and values)
 # --------------------------------------------------------------------------------------
@@ -609,6 +611,94 @@ class Conv2dOp(_WeightedOp):
         self._expect_result_shape(expected)
 
 
+def conv2d_nchwc_output_shape(
+    input_shape: Sequence[int],
+    weight_shape: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[int, ...]:
+    """[N, O/co, OH, OW, co] of a channel-blocked convolution (see `Conv2dNchwcOp`)."""
+    n, _, h, w, _ = input_shape
+    blocks, _, kh, kw, _, co = weight_shape
+    _, _, oh, ow = conv2d_output_shape((n, 0, h, w), (0, 0, kh, kw), strides, pads, dilations)
+    return (n, blocks, oh, ow, co)
+
+
+@irdl_op_definition
+class Conv2dNchwcOp(_WeightedOp):
+    """2-D convolution on channel-blocked data (made by `graph-alter-layout`).
+
+    data [N][C/ci][H][W][ci] (layout NCHW<ci>c), weight [O/co][C/ci][KH][KW][ci][co]
+    (OIHW<ci>i<co>o), optional bias [O/co][co]; result [N][O/co][OH][OW][co].
+    groups is 1, or the channel count for a depthwise convolution (O = C, ci = co):
+    its weight is [C/co][1][KH][KW][1][co] (OIHW1i<co>o, one input channel per group).
+    """
+
+    name = "graph.conv2d_nchwc"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    strides = prop_def(DenseArrayBase.constr(i64))
+    pads = prop_def(DenseArrayBase.constr(i64))
+    dilations = prop_def(DenseArrayBase.constr(i64))
+    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+    ):
+        shape = conv2d_nchwc_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]],
+            result_types=[_tensor(_element(input), shape)],
+            properties={
+                "strides": _i64_array(strides),
+                "pads": _i64_array(pads),
+                "dilations": _i64_array(dilations),
+                "groups": IntegerAttr(groups, i64),
+            },
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 5)
+        self._expect_rank("weight", self.weight, 6)
+        strides, pads = self.strides.get_values(), self.pads.get_values()
+        dilations, groups = self.dilations.get_values(), self.groups.value.data
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        (_, cb, _, _, ci), (ob, wcb, _, _, wci, co) = _shape(self.input), _shape(self.weight)
+        channels = cb * ci
+        if groups == 1:
+            if (wcb, wci) != (cb, ci):
+                raise self._fail(
+                    f"weight blocks input channels as [{wcb}][..][{wci}] but the input has [{cb}][..][{ci}]"
+                )
+        elif groups == channels:
+            if (wcb, wci) != (1, 1) or co != ci or ob * co != channels:
+                raise self._fail(
+                    f"depthwise ({groups} groups) expects weight [{channels // ci}][1][KH][KW][1][{ci}] "
+                    f"but got {list(_shape(self.weight))}"
+                )
+        else:
+            raise self._fail(f"expected groups 1 or {channels} (depthwise) but got {groups}")
+        if self.bias is not None and _shape(self.bias) != (ob, co):
+            raise self._fail(f"expected bias shape [{ob}, {co}] but got {list(_shape(self.bias))}")
+        expected = conv2d_nchwc_output_shape(
+            _shape(self.input), _shape(self.weight), strides, pads, dilations
+        )
+        if min(expected) < 1:
+            raise self._fail(f"kernel does not fit: output shape would be {list(expected)}")
+        self._expect_result_shape(expected)
+
+
 @irdl_op_definition
 class DenseOp(_WeightedOp):
     """Fully connected layer: x [M, K], w [N, K], optional b [N] -> x @ w.T + b."""
@@ -842,18 +932,41 @@ class ClipOp(UnaryOperation):
 
 
 class _NCHWOperation(GraphOperation, abc.ABC):
-    """One NCHW input, one NCHW result of a computed shape."""
+    """One input, one result of a computed shape, in layout `layout`: "NCHW" (the
+    default) or channel-blocked "NCHW<k>c" ([N][C/k][H][W][k], see xweave.layout)."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
+    layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
 
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def expected_shape(self) -> tuple[int, ...]:
         raise NotImplementedError
 
+    def channel_block(self) -> int:
+        """k of an "NCHW<k>c" layout, 0 for "NCHW"."""
+        text = self.layout.data
+        match = re.fullmatch(r"NCHW(\d+)c", text)
+        if text != "NCHW" and (match is None or int(match.group(1)) < 1):
+            raise self._fail(f'expected layout "NCHW" or "NCHW<k>c" but got "{text}"')
+        return int(match.group(1)) if match else 0
+
+    def nchw_shape(self) -> tuple[int, ...]:
+        """The input shape as [N, C-blocks, H, W] (the block dimension dropped)."""
+        block = self.channel_block()
+        self._expect_rank("input", self.input, 5 if block else 4)
+        shape = _shape(self.input)
+        if block and shape[4] != block:
+            raise self._fail(f"layout {self.layout.data} needs a last dimension of {block} but got {self.input.type}")
+        return shape[:4]
+
+    def blocked_shape(self, nchw: Sequence[int]) -> tuple[int, ...]:
+        """`nchw` (from `nchw_shape`) with the channel block appended again."""
+        block = self.channel_block()
+        return (*nchw, block) if block else tuple(nchw)
+
     def verify_shapes(self) -> None:
-        self._expect_rank("input", self.input, 4)
         self._expect_result_shape(self.expected_shape())
 
 
@@ -881,24 +994,27 @@ class _WindowPoolOperation(_NCHWOperation, abc.ABC):
         if pads[0] >= span[0] or pads[2] >= span[0] or pads[1] >= span[1] or pads[3] >= span[1]:
             raise self._fail(f"pads {list(pads)} must be smaller than the window {span}")
         shape = pool2d_output_shape(
-            _shape(self.input), kernel, strides, pads, dilations, bool(self.ceil_mode.value.data)
+            self.nchw_shape(), kernel, strides, pads, dilations, bool(self.ceil_mode.value.data)
         )
         if min(shape) < 1:
             raise self._fail(f"window does not fit: output shape would be {list(shape)}")
-        return shape
+        return self.blocked_shape(shape)
 
 
-def _pool_props(kernel, strides, pads, ceil_mode) -> dict[str, Attribute]:
+def _pool_props(kernel, strides, pads, ceil_mode, layout) -> dict[str, Attribute]:
     return {
         "kernel": _i64_array(kernel),
         "strides": _i64_array(strides),
         "pads": _i64_array(pads),
         "ceil_mode": IntegerAttr(int(ceil_mode), i1),
+        "layout": StringAttr(layout),
     }
 
 
 def _pool_result(input: SSAValue, *args) -> TensorType:
-    return _tensor(input.type.element_type, pool2d_output_shape(_shape(input), *args))  # pyright: ignore
+    shape = _shape(input)
+    block = shape[4:]  # NCHW<k>c: the channel block comes back at the end
+    return _tensor(input.type.element_type, (*pool2d_output_shape(shape[:4], *args), *block))  # pyright: ignore
 
 
 @irdl_op_definition
@@ -918,10 +1034,11 @@ class MaxPool2dOp(_WindowPoolOperation):
         dilations: Sequence[int] = (1, 1),
         ceil_mode: bool = False,
         result_type: Attribute | None = None,
+        layout: str = "NCHW",
     ):
         if result_type is None:
             result_type = _pool_result(input, kernel, strides, pads, dilations, ceil_mode)
-        props = _pool_props(kernel, strides, pads, ceil_mode)
+        props = _pool_props(kernel, strides, pads, ceil_mode, layout)
         props["dilations"] = _i64_array(dilations)
         super().__init__(operands=[input], result_types=[result_type], properties=props)
 
@@ -946,10 +1063,11 @@ class AvgPool2dOp(_WindowPoolOperation):
         ceil_mode: bool = False,
         count_include_pad: bool = False,
         result_type: Attribute | None = None,
+        layout: str = "NCHW",
     ):
         if result_type is None:
             result_type = _pool_result(input, kernel, strides, pads, (1, 1), ceil_mode)
-        props = _pool_props(kernel, strides, pads, ceil_mode)
+        props = _pool_props(kernel, strides, pads, ceil_mode, layout)
         props["count_include_pad"] = IntegerAttr(int(count_include_pad), i1)
         super().__init__(operands=[input], result_types=[result_type], properties=props)
 
@@ -959,13 +1077,14 @@ class _GlobalPoolOperation(_NCHWOperation, abc.ABC):
 
     pattern_kind = pattern_kind_def(PatternKind.REDUCTION)
 
-    def __init__(self, input: SSAValue):
-        n, c, _, _ = _shape(input)
-        super().__init__(operands=[input], result_types=[_tensor(input.type.element_type, (n, c, 1, 1))])  # pyright: ignore
+    def __init__(self, input: SSAValue, layout: str = "NCHW"):
+        n, c, _, _, *block = _shape(input)
+        result = _tensor(input.type.element_type, (n, c, 1, 1, *block))  # pyright: ignore
+        super().__init__(operands=[input], result_types=[result], properties={"layout": StringAttr(layout)})
 
     def expected_shape(self) -> tuple[int, ...]:
-        n, c, _, _ = _shape(self.input)
-        return (n, c, 1, 1)
+        n, c, _, _ = self.nchw_shape()
+        return self.blocked_shape((n, c, 1, 1))
 
 
 @irdl_op_definition
@@ -1008,6 +1127,37 @@ class ReshapeOp(GraphOperation):
             raise self._fail(
                 f"cannot reshape {list(a)} ({prod(a)} elements) to {list(b)} ({prod(b)} elements)"
             )
+
+
+@irdl_op_definition
+class LayoutTransformOp(GraphOperation):
+    """The same tensor in another layout (`src_layout` to `dst_layout`, strings such as
+    "NCHW", "NCHW16c", "OIHW16i16o"; rules in xweave.layout): pure data movement."""
+
+    name = "graph.layout_transform"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    src_layout = prop_def(StringAttr)
+    dst_layout = prop_def(StringAttr)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, src_layout: str, dst_layout: str):
+        shape = transform_shape(_shape(input), src_layout, dst_layout)
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), shape)],
+            properties={"src_layout": StringAttr(src_layout), "dst_layout": StringAttr(dst_layout)},
+        )
+
+    def verify_shapes(self) -> None:
+        try:
+            expected = transform_shape(_shape(self.input), self.src_layout.data, self.dst_layout.data)
+        except ValueError as e:
+            raise self._fail(str(e)) from None
+        self._expect_result_shape(expected)
 
 
 @irdl_op_definition
@@ -2029,6 +2179,8 @@ Graph = Dialect(
     [
         ConstantOp,
         Conv2dOp,
+        Conv2dNchwcOp,
+        LayoutTransformOp,
         DenseOp,
         MatmulOp,
         AddOp,

@@ -67,6 +67,13 @@ def _conv2d(op, args):
                      p["dilations"], p["groups"])
 
 
+def _conv2d_nchwc(op, args):
+    p = _props(op)
+    bias = args[2] if len(args) > 2 else None
+    return nn.conv2d_nchwc(args[0], args[1], bias, _out_shape(op), p["strides"], p["pads"],
+                           p["dilations"], p["groups"])
+
+
 def _max_pool(op, args):
     p = _props(op)
     return nn.max_pool2d(args[0], _out_shape(op), p["kernel"], p["strides"], p["pads"],
@@ -113,6 +120,9 @@ def _cast(op, args):
 
 BUILDERS: dict[str, Builder] = {
     "graph.conv2d": _conv2d,
+    "graph.conv2d_nchwc": _conv2d_nchwc,
+    "graph.layout_transform": lambda op, a: nn.layout_transform(a[0], _props(op)["src_layout"],
+                                                                _props(op)["dst_layout"]),
     "graph.conv_transpose2d": _conv_transpose,
     "graph.dense": lambda op, a: nn.dense(a[0], a[1], a[2] if len(a) > 2 else None),
     "graph.matmul": lambda op, a: nn.matmul(a[0], a[1], _out_shape(op)),

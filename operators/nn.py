@@ -2,7 +2,8 @@
 
 These are the same tensor expressions a user writes for a custom operator (there is
 one way to define compute); `convert-graph-to-te` calls them with placeholders shaped
-like a graph op's operands. Layouts are NCHW for data and OIHW for conv weights.
+like a graph op's operands. Layouts are NCHW for data and OIHW for conv weights, or
+channel-blocked NCHW<k>c and OIHW<i>i<o>o (`conv2d_nchwc`, the pools on rank-5 data).
 
 This module holds convolutions, pools and dense/matmul; the other themes live next to
 it and are re-exported here (`nn.<name>` is the library's one namespace):
@@ -38,6 +39,7 @@ from xweave.operators.transform import (  # noqa: F401
     broadcast_to,
     concat,
     gather,
+    layout_transform,
     reshape,
     tile,
     transpose,
@@ -84,16 +86,20 @@ class _Shape:
 # --- convolution ---------------------------------------------------------------------
 
 
-def pad(x: te.Tensor, pads: Sequence[int], value: float = 0.0, name: str = "pad"):
-    """Pad the last two dims by (top, left, bottom, right) with `value`."""
+def pad(x: te.Tensor, pads: Sequence[int], value: float = 0.0, name: str = "pad",
+        trailing: int = 0):
+    """Pad the two dims before the last `trailing` ones (H and W: the last two of NCHW,
+    `trailing=1` for NCHW<k>c) by (top, left, bottom, right) with `value`."""
     top, left, bottom, right = pads
-    *lead, h, w = x.shape
-    shape = (*lead, h + top + bottom, w + left + right)
+    end = len(x.shape) - trailing
+    *lead, h, w = x.shape[:end]
+    tail = x.shape[end:]
+    shape = (*lead, h + top + bottom, w + left + right, *tail)
 
     def body(*idx):
-        *rest, y, xx = idx
+        rest, (y, xx), block = idx[: end - 2], idx[end - 2 : end], idx[end:]
         inside = te.all(y >= top, y < h + top, xx >= left, xx < w + left)
-        return te.if_then_else(inside, x[(*rest, y - top, xx - left)], value)
+        return te.if_then_else(inside, x[(*rest, y - top, xx - left, *block)], value)
 
     return te.compute(shape, body, name=name)
 
@@ -120,6 +126,39 @@ def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape
     if bias is None:
         return out
     return te.compute(tuple(out_shape), lambda n, o, y, x: out[n, o, y, x] + bias[o],
+                      name="bias_add")
+
+
+def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
+                 strides, pads, dilations, groups: int):
+    """2-D convolution on channel-blocked data: [N][C/ci][H][W][ci] x
+    [O/co][C/ci][KH][KW][ci][co] -> [N][O/co][OH][OW][co], bias [O/co][co]; groups 1
+    or depthwise (weight [C/co][1][KH][KW][1][co], see graph.conv2d_nchwc)."""
+    _, _, _, _, ci = data.shape
+    _, in_blocks, kh, kw, _, _ = weight.shape
+    sh, sw = strides
+    dh, dw = dilations
+    source = pad(data, pads, trailing=1) if any(pads) else data
+    ry = te.reduce_axis(kh, name="ry")
+    rx = te.reduce_axis(kw, name="rx")
+    if groups == 1:
+        rc = te.reduce_axis(in_blocks, name="rc")
+        rb = te.reduce_axis(ci, name="rb")
+
+        # The lanes of an input block innermost (TVM's order): each step broadcasts one
+        # input value per row against contiguous weight vectors.
+        def body(n, o, y, x, b):
+            return te.sum(source[n, rc, y * sh + ry * dh, x * sw + rx * dw, rb]
+                          * weight[o, rc, ry, rx, rb, b], axis=[rc, ry, rx, rb])
+    else:  # depthwise: output channel (o, b) reads input channel (o, b)
+        def body(n, o, y, x, b):
+            return te.sum(source[n, o, y * sh + ry * dh, x * sw + rx * dw, b]
+                          * weight[o, 0, ry, rx, 0, b], axis=[ry, rx])
+
+    out = te.compute(tuple(out_shape), body, name="conv2d_nchwc")
+    if bias is None:
+        return out
+    return te.compute(tuple(out_shape), lambda n, o, y, x, b: out[n, o, y, x, b] + bias[o, b],
                       name="bias_add")
 
 
@@ -159,13 +198,16 @@ def conv_transpose2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None,
 # --- pooling -------------------------------------------------------------------------
 
 
-def _window_read(x: te.Tensor, n, c, y, xx, ry, rx, strides, pads, dilations, fill):
+# Pools take NCHW data or channel-blocked NCHW<k>c data (rank 5, the block last).
+
+
+def _window_read(x: te.Tensor, n, c, y, xx, ry, rx, strides, pads, dilations, fill, block=()):
     """x at the window position, or `fill` outside the input (padding, ceil mode)."""
-    _, _, h, w = x.shape
+    h, w = x.shape[2], x.shape[3]
     iy = y * strides[0] + ry * dilations[0] - pads[0]
     ix = xx * strides[1] + rx * dilations[1] - pads[1]
     inside = te.all(iy >= 0, iy < h, ix >= 0, ix < w)
-    return te.if_then_else(inside, x[n, c, iy, ix], fill)
+    return te.if_then_else(inside, x[(n, c, iy, ix, *block)], fill)
 
 
 def max_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, dilations):
@@ -174,8 +216,8 @@ def max_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, dilations):
     rx = te.reduce_axis(kernel[1], name="rx")
     return te.compute(
         tuple(out_shape),
-        lambda n, c, y, xx: te.reduce_max(
-            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dilations, NEG_INF),
+        lambda n, c, y, xx, *b: te.reduce_max(
+            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dilations, NEG_INF, b),
             axis=[ry, rx]),
         name="max_pool2d",
     )
@@ -183,14 +225,14 @@ def max_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, dilations):
 
 def avg_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, count_include_pad: bool):
     """Mean over each window (padding counted or not, as ONNX's count_include_pad)."""
-    _, _, h, w = x.shape
+    h, w = x.shape[2], x.shape[3]
     dil = (1, 1)
     ry = te.reduce_axis(kernel[0], name="ry")
     rx = te.reduce_axis(kernel[1], name="rx")
     total = te.compute(
         tuple(out_shape),
-        lambda n, c, y, xx: te.sum(
-            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dil, 0.0), axis=[ry, rx]),
+        lambda n, c, y, xx, *b: te.sum(
+            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dil, 0.0, b), axis=[ry, rx]),
         name="pool_sum",
     )
     # Elements counted in the divisor: inside the padded input, or inside the input.
@@ -205,22 +247,24 @@ def avg_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, count_include_pad
         inside = te.all(iy >= lo_y, iy < hi_y, ix >= lo_x, ix < hi_x)
         return te.sum(te.if_then_else(inside, 1.0, 0.0), axis=[cy, cx])
 
-    divisor = te.compute(tuple(out_shape[2:]), count, name="pool_count")
-    return te.compute(tuple(out_shape), lambda n, c, y, xx: total[n, c, y, xx] / divisor[y, xx],
+    divisor = te.compute(tuple(out_shape[2:4]), count, name="pool_count")
+    return te.compute(tuple(out_shape),
+                      lambda n, c, y, xx, *b: total[(n, c, y, xx, *b)] / divisor[y, xx],
                       name="avg_pool2d")
 
 
 def global_pool(x: te.Tensor, kind: str):
-    """Mean or max over the spatial dims: N, C, H, W -> N, C, 1, 1."""
-    n, c, h, w = x.shape
+    """Mean or max over the spatial dims: N, C, H, W(, k) -> N, C, 1, 1(, k)."""
+    n, c, h, w, *block = x.shape
+    shape = (n, c, 1, 1, *block)
     ry = te.reduce_axis(h, name="ry")
     rx = te.reduce_axis(w, name="rx")
     if kind == "max":
-        return te.compute((n, c, 1, 1),
-                          lambda i, j, _y, _x: te.reduce_max(x[i, j, ry, rx], axis=[ry, rx]),
+        return te.compute(shape,
+                          lambda i, j, _y, _x, *b: te.reduce_max(x[(i, j, ry, rx, *b)], axis=[ry, rx]),
                           name="global_max_pool2d")
-    total = te.compute((n, c, 1, 1),
-                       lambda i, j, _y, _x: te.sum(x[i, j, ry, rx], axis=[ry, rx]),
+    total = te.compute(shape,
+                       lambda i, j, _y, _x, *b: te.sum(x[(i, j, ry, rx, *b)], axis=[ry, rx]),
                        name="global_sum")
-    return te.compute((n, c, 1, 1), lambda *i: total[i] * (1.0 / (h * w)),
+    return te.compute(shape, lambda *i: total[i] * (1.0 / (h * w)),
                       name="global_avg_pool2d")

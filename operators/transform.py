@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xweave import te
+from xweave.layout import source_index, transform_shape
 from xweave.operators.elementwise import broadcast_index
 
 
@@ -33,6 +34,13 @@ def transpose(x: te.Tensor, perm: Sequence[int]):
     inverse = [perm.index(d) for d in range(len(perm))]
     return te.compute(out_shape, lambda *i: x[tuple(i[inverse[d]] for d in range(len(perm)))],
                       name="transpose")
+
+
+def layout_transform(x: te.Tensor, src_layout: str, dst_layout: str):
+    """The same tensor in another layout (e.g. NCHW -> NCHW16c, see xweave.layout)."""
+    shape = transform_shape(x.shape, src_layout, dst_layout)
+    return te.compute(shape, lambda *i: x[tuple(source_index(i, src_layout, dst_layout))],
+                      name="layout_transform")
 
 
 def concat(inputs: Sequence[te.Tensor], axis: int, out_shape: Sequence[int]):

@@ -32,6 +32,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertTeToLoopPass
 
+    def graph_alter_layout():
+        from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
+
+        return GraphAlterLayoutPass
+
     def graph_calibrate():
         from xweave.passes.quantize import GraphCalibratePass
 
@@ -147,6 +152,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-loop-to-llvm": convert_loop_to_llvm,
         "convert-loop-to-vta": convert_loop_to_vta,
         "convert-te-to-loop": convert_te_to_loop,
+        "graph-alter-layout": graph_alter_layout,
         "graph-calibrate": graph_calibrate,
         "graph-cse": graph_cse,
         "graph-fold-constants": graph_fold_constants,

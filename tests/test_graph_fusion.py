@@ -239,10 +239,11 @@ MODELS = {
 
 
 def lowered(model, fuse: bool, until: str):
-    """The module after pipeline stage `until`."""
+    """The module after pipeline stage `until` (NCHW convs: the layout stage's
+    transforms would add kernels that have nothing to do with fusion)."""
     module = xweave.load_onnx(model)
     ctx = make_context()
-    for stage in llvm_stages(fuse=fuse):
+    for stage in llvm_stages(fuse=fuse, layout=False):
         PassPipeline(stage.passes).apply(ctx, module)
         if stage.name == until:
             return module

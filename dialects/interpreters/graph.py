@@ -20,6 +20,7 @@ from xdsl.ir import Operation
 
 from xweave.dialects import graph
 from xweave.dialects.graph import numpy_dtype, window_output_size
+from xweave.layout import transform_array
 
 
 def _result(op: Operation, value: np.ndarray) -> PythonValues:
@@ -29,6 +30,14 @@ def _result(op: Operation, value: np.ndarray) -> PythonValues:
     shape = typ.get_shape()  # pyright: ignore
     assert out.shape == tuple(shape), f"{op.name}: computed {out.shape}, type says {shape}"
     return (out,)
+
+
+def _nchw(op: Operation, fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> PythonValues:
+    """`fn` (NCHW in, NCHW out) applied to `x` in the pool op's `layout`."""
+    layout = op.layout.data  # pyright: ignore[reportAttributeAccessIssue]
+    if layout == "NCHW":
+        return _result(op, fn(x))
+    return _result(op, transform_array(fn(transform_array(x, layout, "NCHW")), "NCHW", layout))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -278,6 +287,29 @@ class _MoreGraphFunctions(InterpreterFunctions):
     def _binary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
         return _elementwise(op, BINARY_FUNCTIONS[type(op)], *args)
 
+    @impl(graph.LayoutTransformOp)
+    def run_layout_transform(self, interpreter: Interpreter, op: graph.LayoutTransformOp,
+                             args: PythonValues):
+        return _result(op, transform_array(args[0], op.src_layout.data, op.dst_layout.data))
+
+    @impl(graph.Conv2dNchwcOp)
+    def run_conv2d_nchwc(self, interpreter: Interpreter, op: graph.Conv2dNchwcOp,
+                         args: PythonValues):
+        # The meaning of the blocked op: conv2d on the same tensors in NCHW / OIHW.
+        x, w, *bias = args
+        ci, (ob, _, _, _, wi, co) = x.shape[4], w.shape
+        groups = op.groups.value.data
+        y = conv2d(
+            transform_array(x, f"NCHW{ci}c", "NCHW"),
+            transform_array(w, f"OIHW{wi}i{co}o", "OIHW"),
+            bias[0].reshape(ob * co) if bias else None,
+            op.strides.get_values(),
+            op.pads.get_values(),
+            op.dilations.get_values(),
+            groups,
+        )
+        return _result(op, transform_array(y, "NCHW", f"NCHW{co}c"))
+
     @impl(graph.WhereOp)
     def run_where(self, interpreter: Interpreter, op: graph.WhereOp, args: PythonValues):
         return _result(op, np.where(*args))
@@ -464,35 +496,33 @@ class GraphFunctions(_MoreGraphFunctions):
 
     @impl(graph.MaxPool2dOp)
     def run_max_pool2d(self, interpreter: Interpreter, op: graph.MaxPool2dOp, args: PythonValues):
-        y = max_pool2d(
-            args[0],
+        return _nchw(op, lambda x: max_pool2d(
+            x,
             op.kernel.get_values(),
             op.strides.get_values(),
             op.pads.get_values(),
             op.dilations.get_values(),
             bool(op.ceil_mode.value.data),
-        )
-        return _result(op, y)
+        ), args[0])
 
     @impl(graph.AvgPool2dOp)
     def run_avg_pool2d(self, interpreter: Interpreter, op: graph.AvgPool2dOp, args: PythonValues):
-        y = avg_pool2d(
-            args[0],
+        return _nchw(op, lambda x: avg_pool2d(
+            x,
             op.kernel.get_values(),
             op.strides.get_values(),
             op.pads.get_values(),
             bool(op.ceil_mode.value.data),
             bool(op.count_include_pad.value.data),
-        )
-        return _result(op, y)
+        ), args[0])
 
     @impl(graph.GlobalAvgPool2dOp)
     def run_global_avg_pool2d(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return _result(op, args[0].mean(axis=(2, 3), keepdims=True))
+        return _nchw(op, lambda x: x.mean(axis=(2, 3), keepdims=True), args[0])
 
     @impl(graph.GlobalMaxPool2dOp)
     def run_global_max_pool2d(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return _result(op, args[0].max(axis=(2, 3), keepdims=True))
+        return _nchw(op, lambda x: x.max(axis=(2, 3), keepdims=True), args[0])
 
     @impl(graph.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: graph.ReshapeOp, args: PythonValues):

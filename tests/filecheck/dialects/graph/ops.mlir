@@ -117,10 +117,10 @@ func.func @ops(%x: tensor<1x4x8x8xf32>, %v: tensor<2x3xf32>, %r: tensor<3xf32>) 
 // CHECK-GENERIC-NEXT:     %sqrt = "graph.sqrt"(%v) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-GENERIC-NEXT:     %abs = "graph.abs"(%v) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-GENERIC-NEXT:     %clip = "graph.clip"(%v) <{min = 0.000000e+00 : f64, max = 6.000000e+00 : f64}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-GENERIC-NEXT:     %mp = "graph.max_pool2d"(%relu) <{kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = false}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
-// CHECK-GENERIC-NEXT:     %ap = "graph.avg_pool2d"(%relu) <{kernel = array<i64: 2, 2>, strides = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = true, count_include_pad = true}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x3x3xf32>
-// CHECK-GENERIC-NEXT:     %gap = "graph.global_avg_pool2d"(%relu) : (tensor<1x4x8x8xf32>) -> tensor<1x4x1x1xf32>
-// CHECK-GENERIC-NEXT:     %gmp = "graph.global_max_pool2d"(%relu) : (tensor<1x4x8x8xf32>) -> tensor<1x4x1x1xf32>
+// CHECK-GENERIC-NEXT:     %mp = "graph.max_pool2d"(%relu) <{kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = false, layout = "NCHW"}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+// CHECK-GENERIC-NEXT:     %ap = "graph.avg_pool2d"(%relu) <{kernel = array<i64: 2, 2>, strides = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = true, count_include_pad = true, layout = "NCHW"}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x3x3xf32>
+// CHECK-GENERIC-NEXT:     %gap = "graph.global_avg_pool2d"(%relu) <{layout = "NCHW"}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x1x1xf32>
+// CHECK-GENERIC-NEXT:     %gmp = "graph.global_max_pool2d"(%relu) <{layout = "NCHW"}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x1x1xf32>
 // CHECK-GENERIC-NEXT:     %reshape = "graph.reshape"(%gap) : (tensor<1x4x1x1xf32>) -> tensor<1x4xf32>
 // CHECK-GENERIC-NEXT:     %transpose = "graph.transpose"(%v) <{perm = array<i64: 1, 0>}> : (tensor<2x3xf32>) -> tensor<3x2xf32>
 // CHECK-GENERIC-NEXT:     "func.return"(%relu) : (tensor<1x4x8x8xf32>) -> ()
