@@ -77,6 +77,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopComputeAtPass
 
+    def loop_defer_accumulate():
+        from xweave.passes.loop_defer_accumulate import LoopDeferAccumulatePass
+
+        return LoopDeferAccumulatePass
+
     def loop_fuse():
         from xweave.passes.loop_fuse import LoopFusePass
 
@@ -116,6 +121,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         from xweave.passes.loop_split import LoopSplitPass
 
         return LoopSplitPass
+
+    def loop_unguard():
+        from xweave.passes.loop_unguard import LoopUnguardPass
+
+        return LoopUnguardPass
 
     def loop_unroll():
         from xweave.passes.loop_unroll import LoopUnrollPass
@@ -161,6 +171,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "graph-simplify-inference": graph_simplify_inference,
         "loop-cache-write": loop_cache_write,
         "loop-compute-at": loop_compute_at,
+        "loop-defer-accumulate": loop_defer_accumulate,
         "loop-fold-constant-packs": loop_fold_constant_packs,
         "loop-fuse": loop_fuse,
         "loop-inline": loop_inline,
@@ -169,6 +180,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-reorder": loop_reorder,
         "loop-simplify": loop_simplify,
         "loop-split": loop_split,
+        "loop-unguard": loop_unguard,
         "loop-unroll": loop_unroll,
         "loop-vectorize": loop_vectorize,
         "plan-memory": plan_memory,

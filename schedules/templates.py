@@ -30,11 +30,20 @@ VECTOR = 8  # f32 lanes of an AVX2 register
 MAX_REGISTERS = 15  # of the 16 ymm registers: accumulators + operand vectors + broadcast
 L1_BYTES = 32 * 1024  # per core (Zen 3)
 L2_BYTES = 512 * 1024  # per core
-K_BLOCK_MIN_PANEL = 4 * L1_BYTES
+K_BLOCK_MIN_PANEL = L2_BYTES
 """K blocking starts when one column panel of the packed operand (reduction x cols
-floats) is at least this big. Measured (interleaved with numpy, busy machine): at
-K = 1024 (64 KB panels) blocking loses (1.00 -> 0.89 of numpy, 1 thread); at K = 2048
-it gains at 2 threads (0.72-0.86 -> 0.82-0.95) and is even to slightly behind at 1."""
+floats) is at least this big: below, the panel stays in L2 while the row tiles stream
+past it, and blocking only adds passes over the output. Measured (1 thread, ratio to
+numpy, interleaved, medians): 2048^3 (128 KB panels) 0.79-0.81 blocked against
+0.83-0.87 not (2 threads 0.90-0.95 against 0.97-1.04); 1024x4096x1024 (256 KB) 0.67
+against 0.71; 2048x8192x1024 (512 KB) 0.77 against 0.71."""
+L3_BYTES = 32 * 1024 * 1024  # shared by the cores
+ROW_BLOCK_BYTES = L3_BYTES // 4
+"""Below K blocking, the rows are blocked (m_block) when the row operand is bigger
+than this: a block of it is re-read from L3 by every column panel, instead of the
+whole operand from memory. Measured at 2048^3 (interleaved with numpy, busy machine):
+blocks of 342 rows 0.89 of numpy against 0.74-0.77 unblocked (1 thread), 1.03 against
+0.90 (2 threads)."""
 
 
 def step(pass_name: str, kernel: str, **options) -> str:
@@ -215,7 +224,7 @@ class BlockedReduction(Template):
         *_, cols, rows = max(fitting) if fitting else (0, 0, 0, True, knobs["tile_cols"][0], 1)
         k_block, m_block = self._default_blocks(info, rows, cols)
         return {"tile_rows": rows, "tile_cols": cols, "parallel": worth_parallel(info),
-                "reduce_order": knobs["reduce_order"][0], "reduce_split": 1,
+                "reduce_order": self._default_reduce_order(info, rows), "reduce_split": 1,
                 "unroll_reduce": False, "pack_rows": True,
                 "k_block": k_block, "m_block": m_block}
 
@@ -223,12 +232,20 @@ class BlockedReduction(Template):
         """GotoBLAS blocks: a kc x cols slice of a packed column panel fills half of L1
         (it is read by every row tile of a block), an mc x kc block of the row operand
         half of L2 (it is read by every column panel). Only when a whole panel would
-        not stay in L1 (K x cols floats >= K_BLOCK_MIN_PANEL)."""
+        not stay in L2 (K x cols floats >= K_BLOCK_MIN_PANEL); below, row blocks of at
+        most ROW_BLOCK_BYTES of the row operand when it is bigger than that."""
         if not self._k_blockable(info):
             return 0, 0
         extent = info.anchor.reduce[0][1]
         if extent * cols * 4 < K_BLOCK_MIN_PANEL:
-            return 0, 0
+            # Row blocks only, once the row operand no longer stays in L3 while the
+            # column panels go by (the panels are then re-read once per row block).
+            rows_total = info.anchor.spatial[self._axes(info.anchor)[0]][1]
+            if rows_total * extent * 4 <= ROW_BLOCK_BYTES:
+                return 0, 0
+            m_blocks = [m for m in self.knobs(info)["m_block"] if m]
+            return 0, max([m for m in m_blocks if m * extent * 4 <= ROW_BLOCK_BYTES]
+                          or m_blocks[:1])
         fits = [f for f in self.knobs(info)["k_block"] if f and f * cols * 4 <= L1_BYTES // 2]
         if not fits:
             return 0, 0
@@ -310,12 +327,13 @@ class BlockedReduction(Template):
 
 
     def _blocks(self, info: KernelInfo, config: dict, rows: int) -> tuple[int, int] | None:
-        """(k_block, row tiles per block) if the configuration K-blocks the kernel."""
+        """(k_block, row tiles per block) if the configuration blocks the kernel: K
+        blocking (k_block > 0), or row blocks only (k_block = 0, m_block > 0)."""
         k_block = config.get("k_block", 0)
-        if not k_block or not self._k_blockable(info):
+        if not self._k_blockable(info) or not (k_block or config.get("m_block")):
             return None
         extent = info.anchor.reduce[0][1]
-        if extent % k_block or k_block >= extent:
+        if k_block and (extent % k_block or k_block >= extent):
             return None
         u, _ = self._axes(info.anchor)
         tiles = -(-info.anchor.spatial[u][1] // rows)
@@ -323,15 +341,20 @@ class BlockedReduction(Template):
         fits = [d for d in divisors(tiles) if d <= want]
         # The blocks run in parallel: an even count, or enough that one more is cheap.
         even = [d for d in fits if (tiles // d) % 2 == 0 or tiles // d >= 16]
-        return k_block, max(even or fits)
+        per_block = max(even or fits)
+        if not k_block and per_block == tiles:
+            return None
+        return k_block, per_block
 
     def _blocked_pipeline(self, info: KernelInfo, config: dict,
                           blocks: tuple[int, int]) -> list[str]:
         """The rest of `pipeline` for GotoBLAS blocking: the reduction split by k_block,
         the row tiles grouped in blocks of `per_block`, loop order
         (batch) > row block > k.outer > column panel > row tile > k.inner > tile, and
-        the register block cached with `accumulate` (loaded from the output at each
-        k.outer step; the init nest zeroes the whole output once)."""
+        the register block cached with `accumulate` (partial sums added to the output
+        at each k.outer step; the init nest zeroes the whole output once). Without
+        k_block, only the row blocks: (batch) > row block > column panel > row tile >
+        k > tile, the block of the row operand staying in L3 across the panels."""
         k = info.name
         anchor = info.anchor
         u, v = self._axes(anchor)
@@ -339,7 +362,9 @@ class BlockedReduction(Template):
         k_block, per_block = blocks
         names = [n for n, _ in anchor.spatial]
         (reduce, _), = anchor.reduce
-        steps = [step("loop-split", k, loop=reduce, factor=k_block)]
+        steps = [step("loop-split", k, loop=reduce, factor=k_block)] if k_block else []
+        k_outer = [f"{reduce}.outer"] if k_block else []
+        k_inner = f"{reduce}.inner" if k_block else reduce
         rows_outer = f"{names[u]}.outer"
         tiles = -(-anchor.spatial[u][1] // rows)
         row_loops = [rows_outer]
@@ -349,38 +374,64 @@ class BlockedReduction(Template):
         outer = [n for d, n in enumerate(names) if d not in (u, v)]
         cols_outer = f"{names[v]}.outer"
         tile_inner = [f"{names[u]}.inner", f"{names[v]}.inner"]
-        # Row blocks outermost: they run in parallel with one fork per call (parallel
-        # column panels under k.outer fork per block and step: measured 2x slower).
-        order = [*outer, *row_loops[:-1], f"{reduce}.outer", cols_outer, row_loops[-1],
-                 f"{reduce}.inner", *tile_inner]
+        order = [*outer, *row_loops[:-1], *k_outer, cols_outer, row_loops[-1], k_inner,
+                 *tile_inner]
         steps.append(step("loop-reorder", k, order=order))
         layout = [d for d in range(len(names)) if d not in (u, v)] + [u, v]
-        steps.append(step("loop-cache-write", k, stage=anchor.name, at=row_loops[-1],
-                          order=layout, accumulate=True))
         axes = [n.split(".", 1)[1] for n in (names[u], names[v])]
+        init = [f"{anchor.name}_init.{n.split('.', 1)[1]}" for n in names]
+        if k_block:
+            steps.append(step("loop-cache-write", k, stage=anchor.name, at=row_loops[-1],
+                              order=layout, accumulate=True))
+            # The partial sums start from zero: the output is read at the write-back,
+            # not in front of the reduction (its FMA chains would wait for the load).
+            steps.append(step("loop-defer-accumulate", k, stage=anchor.name))
+            nests = ("read", "write")
+        else:  # the init nest moves into the tile and zeroes the register block
+            steps.append(step("loop-cache-write", k, stage=anchor.name, at=row_loops[-1],
+                              order=layout))
+            nests = ("init", "write")
         steps += vectorize_tile(k, tile_inner, [rows, cols])
-        for nest in ("read", "write"):
+        for nest in nests:
             steps += vectorize_tile(k, [f"{anchor.name}_{nest}.{a}" for a in axes], [rows, cols])
         # The init nest zeroes the whole output: vector stores along the contiguous axis.
-        init = [f"{anchor.name}_init.{n.split('.', 1)[1]}" for n in names]
-        if anchor.spatial[-1][1] % VECTOR == 0:
+        if k_block and anchor.spatial[-1][1] % VECTOR == 0:
             steps.append(step("loop-split", k, loop=init[-1], factor=VECTOR))
             steps.append(step("loop-vectorize", k, loop=f"{init[-1]}.inner"))
         if config.get("unroll_reduce"):
-            steps.append(step("loop-unroll", k, loop=f"{reduce}.inner"))
+            steps.append(step("loop-unroll", k, loop=k_inner))
+        elif anchor.spatial[u][1] % rows:
+            # A ragged last row tile: the reduction need not test each row when the row
+            # operand is packed (padded to whole tiles) and the write-back is guarded;
+            # LLVM does not always unswitch those tests out of the loop.
+            steps.append(step("loop-unguard", k, loop=k_inner))
         if config["parallel"]:
             extent = dict(anchor.spatial)
             busy = [n for n in outer if extent[n] > 1]
-            # Column panels split evenly over the threads (there are few row blocks).
+            # K blocking: the row blocks in parallel (parallel column panels under
+            # k.outer fork per block and step: measured 2x slower); row blocks only:
+            # the column panels, so that the threads share the row block in cache.
             steps.append(step("loop-parallel", k, loop=busy[0] if busy else
-                              row_loops[0] if len(row_loops) > 1 else cols_outer))
-            if anchor.spatial[0][1] > 1:
+                              row_loops[0] if k_block and len(row_loops) > 1 else cols_outer))
+            if k_block and anchor.spatial[0][1] > 1:
                 steps.append(step("loop-parallel", k, loop=init[0]))
         for stage in info.stages:
             if stage is not anchor:
                 steps += _outer_parallel_inner_vector(k, stage, {"vectorize": True, "parallel": config["parallel"]})
         steps.append(step("loop-simplify", k))
         return steps
+
+    @staticmethod
+    def _default_reduce_order(info: KernelInfo, rows: int) -> str:
+        """The reduction loops in te order (TVM's rc, ry, rx, rb for a blocked conv),
+        except that a blocked conv with 9+ tile rows runs its input-lane loop rb
+        before rx: LLVM interleaves the 16-step rb loop of a tall tile and spills
+        registers (SqueezeNet 3x3 at 27x27: 1.11 -> 0.65 ms; ~10% slower on
+        short tiles)."""
+        names = [n for n, _ in info.anchor.reduce]
+        if len(names) == 4 and rows >= 9:
+            names = [names[0], names[1], names[3], names[2]]
+        return ",".join(names)
 
     @staticmethod
     def _reduce_loops(anchor: Stage, config: dict) -> list[str]:

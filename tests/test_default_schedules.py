@@ -210,19 +210,61 @@ def test_matmul_k_blocking_reduced(m, rows, blocks, parallel):
 
 
 def test_k_blocking_by_default_only_for_long_reductions():
-    for k, blocked in [(512, False), (1024, False), (2048, True)]:
+    # K blocking once a K x 16 column panel outgrows L2 (K = 8192); before, row blocks
+    # once the 2048 x K row operand outgrows 8 MB (blocks of at most 8 MB, 512 rows)
+    for k, blocks in [(1024, (0, 0)), (2048, (0, 512)), (4096, (0, 512)), (8192, (256, 256))]:
         _, info, template = matmul_info(2048, k, 2048)
         config = template.default_config(info)
-        assert bool(config["k_block"]) == blocked, k
-        if blocked:  # a 256 x 16 panel slice in L1, 2048 rows in 18 blocks of 19 tiles
+        assert (config["k_block"], config["m_block"]) == blocks, k
+        knobs = template.knobs(info)  # the tuner's space holds the default
+        assert config["k_block"] in knobs["k_block"] and config["m_block"] in knobs["m_block"]
+        steps = template.pipeline(info, config)
+        if k == 2048:  # 342 row tiles of 6 in 6 blocks of 57; the panels in parallel
+            assert 'loop-split{loop="matmul.i.outer" factor=57 kernel="matmul"}' in steps
+            assert 'loop-parallel{loop="matmul.j.outer" kernel="matmul"}' in steps
+            assert 'loop-unguard{loop="matmul.k" kernel="matmul"}' in steps
+            assert not any("accumulate=true" in s for s in steps)
+        if blocks[0]:  # a 256 x 16 panel slice in L1, 2048 rows in 18 blocks of 19 tiles
             assert (config["k_block"], config["m_block"]) == (256, 256)
             steps = template.pipeline(info, config)
             assert 'loop-split{loop="matmul.i.outer" factor=19 kernel="matmul"}' in steps
             assert 'loop-parallel{loop="matmul.i.outer.outer" kernel="matmul"}' in steps
             assert any("accumulate=true" in s for s in steps)
+            # 2048 rows in tiles of 6: the reduction drops the ragged tile's row tests
+            assert 'loop-unguard{loop="matmul.k.inner" kernel="matmul"}' in steps
         assert 0 in template.knobs(info)["k_block"]
-    # a default-blocked shape end to end: K = 2048, few rows and columns
-    assert "matmul.k.outer" in check_blocked_matmul(20, 2048, 32)
+    # a default-blocked shape end to end: K = 8192, few rows and columns
+    assert "matmul.k.outer" in check_blocked_matmul(14, 8192, 16)
+
+
+def test_k_blocked_tile_reads_the_output_at_the_write_back():
+    # loop-defer-accumulate: each visit of a tile starts from zero partial sums and adds
+    # the output's value when it writes the tile back (13 rows: a ragged tile of 6)
+    from xweave.dialects.interpreters import interpret
+    from xweave.kernel import apply_schedule, lower_kernel_to_loop
+
+    m, k, n = 13, 96, 16
+    tensors, info, template = matmul_info(m, k, n)
+    config = {**template.default_config(info), "k_block": 32, "tile_rows": 6, "parallel": False}
+    steps = template.pipeline(info, config)
+    assert 'loop-defer-accumulate{stage="matmul" kernel="matmul"}' in steps
+    text = check_blocked_matmul(m, k, n, k_block=32, tile_rows=6, parallel=False)
+    lines = text.splitlines()
+    inner = next(i for i, line in enumerate(lines) if '"matmul.k.inner"' in line)
+    reads = [i for i, line in enumerate(lines) if "= loop.load %out[" in line]
+    assert reads and min(reads) > inner
+    # loop-unguard: the ragged tile's rows are tested at the write-back only
+    assert 'loop-unguard{loop="matmul.k.inner" kernel="matmul"}' in steps
+    assert not any("scf.if" in line for line in lines[inner:min(reads)])
+    assert any("scf.if" in line for line in lines[min(reads):])
+    assert "arith.addf" in "\n".join(lines[min(reads):])
+    module = lower_kernel_to_loop("matmul", list(tensors[:2]), [tensors[2]])
+    apply_schedule(module, ",".join(steps))
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    out = np.full((m, n), np.nan, np.float32)
+    interpret(module, [a, b, out], entry="matmul")
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
 def test_no_k_blocking_with_an_epilogue_or_several_reductions():
@@ -244,6 +286,29 @@ def test_no_k_blocking_with_an_epilogue_or_several_reductions():
     template = template_for(info)
     assert template.knobs(info)["k_block"] == [0]
     assert template.default_config(info)["k_block"] == 0
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_matmul_row_blocks_reduced(parallel):
+    # k_block=0, m_block=18: 50 rows in 9 tiles of 6 (the last ragged) in 3 blocks of 3
+    text = check_blocked_matmul(50, 40, 32, k_block=0, m_block=18, tile_rows=6,
+                                parallel=parallel)
+    assert '"matmul.i.outer.outer" %i_outer_outer = 0 to 3' in text
+    assert '"matmul.k" %k = 0 to 40' in text and "matmul.k.outer" not in text
+    lines = text.splitlines()
+    k_loop = next(i for i, line in enumerate(lines) if '"matmul.k"' in line)
+    write = next(i for i, line in enumerate(lines) if "loop.store" in line and "%out[" in line)
+    assert not any("scf.if" in line for line in lines[k_loop:write])  # loop-unguard
+    assert ('"matmul.j.outer" %j_outer = 0 to 2 parallel' in text) == parallel
+
+
+@settings(max_examples=6, deadline=None)
+@given(m=st.integers(1, 60), k=st.integers(1, 24), n=st.sampled_from([8, 16, 40]),
+       m_block=st.sampled_from([6, 12, 24]), tile_rows=st.integers(1, 6),
+       parallel=st.booleans())
+def test_random_row_blocked_matmuls(m, k, n, m_block, tile_rows, parallel):
+    check_blocked_matmul(m, k, n, k_block=0, m_block=m_block, tile_rows=tile_rows,
+                         parallel=parallel)
 
 
 @settings(max_examples=6, deadline=None)
