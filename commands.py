@@ -131,9 +131,9 @@ def register(sub) -> None:
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
     p.add_argument("--no-fuse", action="store_true",
                    help="turn operator fusion off: one kernel per graph op")
-    p.add_argument("--layout", choices=("nchw", "nchwc"), default="nchw",
+    p.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
                    help="data layout of convolutions: nchwc runs them on channel-blocked "
-                   "NCHW16c data (default: nchw)")
+                   "NCHW16c data where a conv feeds another (default); nchw keeps NCHW")
     p.add_argument("--tuning-records", metavar="FILE",
                    help="records of `xweave tune`: each kernel gets its best recorded schedule")
     p.add_argument("--calibration", metavar="INPUTS.npz",

@@ -50,7 +50,7 @@ def build(
     threads: int | None = None,
     tuning_records: str | os.PathLike | None = None,
     fuse: bool = True,
-    layout: bool = False,
+    layout: bool = True,
     calibration=None,
     **target_options,
 ):
@@ -64,8 +64,8 @@ def build(
     recompiling. `tuning_records=FILE` schedules each kernel with the best schedule
     recorded for it by `xweave tune` (the others keep their default schedule).
     `fuse=False` turns operator fusion off (one kernel per graph op: the paper's
-    fusion ablation). `layout=True` runs convolutions on channel-blocked NCHW16c data
-    (the `layout` stage, graph-alter-layout).
+    fusion ablation). `layout=False` keeps every convolution in NCHW (default: convs that
+    feed other convs run on channel-blocked NCHW16c data, the `layout` stage).
 
     `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
     (an .npz path, {name: array} or a list of them), runs its conv2d/dense layers on the

@@ -27,11 +27,11 @@ class Stage:
 
 
 def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
-                layout: bool = False) -> list[Stage]:
+                layout: bool = True) -> list[Stage]:
     """The stages from a graph-dialect module to an llvm-dialect module
     (`tuning_records`: a records file whose best schedules replace the defaults;
-    `fuse=False` leaves out operator fusion, one kernel per graph op; `layout=True`
-    adds the layout stage: convs on channel-blocked NCHW16c data)."""
+    `fuse=False` leaves out operator fusion, one kernel per graph op; `layout=False`
+    leaves out the layout stage: every conv stays NCHW)."""
     from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
     from xweave.lowering.graph_to_te import ConvertGraphToTePass
@@ -89,7 +89,7 @@ def lower_to_llvm(
     on_stage: Callable[[str, ModuleOp], None] | None = None,
     tuning_records: str | None = None,
     fuse: bool = True,
-    layout: bool = False,
+    layout: bool = True,
 ) -> ModuleOp:
     """Lower a graph-dialect `module` in place to the llvm dialect.
 

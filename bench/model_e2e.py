@@ -3,7 +3,7 @@
     python bench/model_e2e.py                                # every model, 1 and 2 threads
     python bench/model_e2e.py --models resnet18 --threads 1
     python bench/model_e2e.py --models resnet50 --fuse both  # the fusion ablation
-    python bench/model_e2e.py --layout nchwc                 # convs on NCHW16c data
+    python bench/model_e2e.py --layout nchw                  # every conv in NCHW
 
 One JSON line per (model, threads, fusion setting):
 `{"model", "threads", "fuse", "layout", "xweave_ms", "ort_ms", "ratio", "compile_s", "peak_bytes",
@@ -46,13 +46,12 @@ def ort_session(path, threads: int):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def compile_model(path, fuse: bool, layout: str = "nchw"):
+def compile_model(path, fuse: bool, layout: str = "nchwc"):
     """(module, seconds) for `xweave.build`, with fusion on or off, NCHW or NCHW16c convs."""
     import xweave
 
     options = {} if fuse else {"fuse": False}
-    if layout == "nchwc":
-        options["layout"] = True
+    options["layout"] = layout == "nchwc"
     start = time.perf_counter()
     module = xweave.build(path, **options)
     return module, time.perf_counter() - start
@@ -69,7 +68,7 @@ def max_rel_err(got, expected) -> float:
 
 
 def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int,
-                layout: str = "nchw") -> None:
+                layout: str = "nchwc") -> None:
     import onnx
 
     import models
@@ -124,8 +123,8 @@ def main() -> None:
     parser.add_argument("--fuse", choices=("on", "off", "both"), default="on",
                         help="operator fusion: on (default), off, or both (the ablation)")
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per median")
-    parser.add_argument("--layout", choices=("nchw", "nchwc"), default="nchw",
-                        help="conv data layout: nchw (default) or nchwc (xweave.build(layout=True))")
+    parser.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
+                        help="conv data layout: nchwc (the default build) or nchw (xweave.build(layout=False))")
     args = parser.parse_args()
     threads_list = [int(t) for t in args.threads.split(",")]
     set_threads(max(threads_list))

@@ -23,7 +23,11 @@ from xweave.autotune.kernel_tasks import (
 )
 from xweave.autotune.records import RecordWarning
 from xweave.dialects.interpreters.graph import conv2d as conv2d_reference
+from xweave.layout import transform_array
 from xweave.schedules import apply_steps
+
+CONV = "conv2d_nchwc"
+"""The model's convs feed each other, so they run on channel-blocked data."""
 
 
 def conv_model(path, channels=8, size=8, convs=2, dense=False):
@@ -62,10 +66,11 @@ def model(tmp_path_factory):
 def test_extract_tasks_dedupes_equal_kernels_and_orders_by_cost(model):
     tasks = extract_tasks(model)
     assert len(tasks) >= 2
-    conv = next(t for t in tasks if t.workload_key.startswith("conv2d("))
+    conv = next(t for t in tasks if t.workload_key.startswith(CONV + "("))
     # Two equal convolutions are one kernel, called twice: one task of weight 2.
     assert conv.weight == 2
-    assert conv.workload_key.startswith("conv2d(1x8x8x8xf32, 8x8x3x3xf32 -> 1x8x8x8xf32)#")
+    # (The layout stage runs them on NCHW8c data, weights OIHW8i8o.)
+    assert conv.workload_key.startswith(f"{CONV}(1x1x8x8x8xf32, 1x1x3x3x8x8xf32 -> 1x1x8x8x8xf32)#")
     assert len({t.workload_key for t in tasks}) == len(tasks)
     reductions = [t.is_reduction for t in tasks]
     assert reductions == sorted(reductions, reverse=True)  # reductions first
@@ -86,7 +91,7 @@ def test_workload_key_ignores_the_kernel_name_but_not_the_computation(model, tmp
                            if k.sym_name.data.startswith("conv2d")]
     assert calls == 2
     renamed = kernel.clone()
-    renamed.sym_name = type(renamed.sym_name)("conv2d_7")
+    renamed.sym_name = type(renamed.sym_name)(f"{CONV}_7")
     assert kernel_key(renamed) == kernel_key(kernel)
     other = conv_model(tmp_path / "wide.onnx", channels=16, convs=1)
     keys = {kernel_key(k) for k, _ in model_kernels(loop_stage(other))}
@@ -94,17 +99,19 @@ def test_workload_key_ignores_the_kernel_name_but_not_the_computation(model, tmp
 
 
 def test_task_pickles_builds_checks_and_records_the_applied_schedule(model, tmp_path):
-    task = next(t for t in extract_tasks(model) if t.workload_key.startswith("conv2d("))
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
     clone = pickle.loads(pickle.dumps(task))
     assert clone.workload_key == task.workload_key and clone.space.dims == task.space.dims
     point = task.default_point()
     steps = task.schedule(point).split("},")
-    assert len(steps) >= 2 and 'kernel="conv2d_0"' in steps[0]
+    assert len(steps) >= 2 and f'kernel="{CONV}_0"' in steps[0]
     # The reference (the unscheduled kernel, compiled as is) is a true convolution.
     x, w = task.make_inputs(0)
     (ref,) = task.reference([x, w])
-    np.testing.assert_allclose(ref, conv2d_reference(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1),
-                               rtol=1e-4, atol=1e-4)
+    expected = conv2d_reference(transform_array(x, "NCHW8c", "NCHW"),
+                                transform_array(w, "OIHW8i8o", "OIHW"),
+                                None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    np.testing.assert_allclose(transform_array(ref, "NCHW8c", "NCHW"), expected, rtol=1e-4, atol=1e-4)
     # Points build and compute the reference (checked on the first run).
     trials = min(task.space.size, 4)
     result = tune(task, tuner="grid", trials=trials, records_path=tmp_path / "r.jsonl",
@@ -146,7 +153,7 @@ def _other_point(task):
 
 
 def test_build_with_records_applies_the_best_schedule_and_computes_the_same(model, tmp_path):
-    task = next(t for t in extract_tasks(model) if t.workload_key.startswith("conv2d("))
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
     fast = _other_point(task)
     path = tmp_path / "records.jsonl"
     lines = [json.dumps(_record(task, task.default_point(), 5.0)),
@@ -179,17 +186,17 @@ def test_build_with_records_applies_the_best_schedule_and_computes_the_same(mode
 
 
 def test_recorded_schedules_are_retargeted_to_the_kernel_name(model, tmp_path):
-    task = next(t for t in extract_tasks(model) if t.workload_key.startswith("conv2d("))
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
     point = _other_point(task)
     path = tmp_path / "records.jsonl"
     path.write_text(json.dumps(_record(task, point, 3.0)) + "\n")
     tuned = TunedSchedules.load(path)
     module = loop_stage(model)
-    kernel = next(k for k, _ in model_kernels(module) if k.sym_name.data == "conv2d_0")
-    kernel.sym_name = type(kernel.sym_name)("conv2d_9")
+    kernel = next(k for k, _ in model_kernels(module) if k.sym_name.data == f"{CONV}_0")
+    kernel.sym_name = type(kernel.sym_name)(f"{CONV}_9")
     steps = tuned.steps_for(kernel)
-    assert steps and all('kernel="conv2d_9"' in s for s in steps)
-    assert steps == retarget(split_pipeline(task.schedule(point)), "conv2d_9")
+    assert steps and all(f'kernel="{CONV}_9"' in s for s in steps)
+    assert steps == retarget(split_pipeline(task.schedule(point)), f"{CONV}_9")
     assert tuned.steps_for(next(k for k, _ in model_kernels(module)
                                 if not k.sym_name.data.startswith("conv2d"))) is None
 
