@@ -607,11 +607,16 @@ def compute(
     `name` tags the stage (`te.compute`'s `name`, what schedules key on).
     """
     shape = _shape(shape)
-    params = inspect.signature(fcompute).parameters.values()
-    if _builtin_all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
-        names = [p.name for p in params]
+    params = list(inspect.signature(fcompute).parameters.values())
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    rest = [p.name for p in params if p.kind == p.VAR_POSITIONAL]
+    if len(named) == len(params):
+        names = named
         if len(names) != len(shape):
             raise TypeError(f"fcompute takes {len(names)} indices for a rank-{len(shape)} compute")
+    elif named and rest and len(named) + len(rest) == len(params) and len(named) <= len(shape):
+        # lambda n, c, y, x, *b: the named indices keep their names, the rest b0, b1...
+        names = named + [f"{rest[0]}{d}" for d in range(len(shape) - len(named))]
     else:
         names = [f"i{d}" for d in range(len(shape))]
     axes = tuple(Var(n) for n in names)

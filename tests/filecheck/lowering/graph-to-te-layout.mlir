@@ -35,9 +35,9 @@ func.func @main(%x: tensor<1x16x4x4xf32>, %w: tensor<1x1x3x3x16x8xf32>, %b: tens
 // CHECK-NEXT:      te.extract %arg1[%o, %c0, %ry, %rx, %c0, %b] : tensor<1x1x3x3x1x16xf32>
 
 // CHECK-LABEL: func.func @max_pool2d_0(%arg0: tensor<1x1x4x4x16xf32>) -> tensor<1x1x2x2x16xf32>
-// CHECK:         te.compute (%i0, %i1, %i2, %i3, %i4) in [1, 1, 2, 2, 16] reduce max (%ry, %rx) in [2, 2] {
-// CHECK:             te.extract %arg0[%i0, %i1, %1, %5, %i4] : tensor<1x1x4x4x16xf32>
+// CHECK:         te.compute (%n, %c, %y, %xx, %b0) in [1, 1, 2, 2, 16] reduce max (%ry, %rx) in [2, 2] {
+// CHECK:             te.extract %arg0[%n, %c, %1, %5, %b0] : tensor<1x1x4x4x16xf32>
 
 // CHECK-LABEL: func.func @global_avg_pool2d_0(%arg0: tensor<1x1x4x4x8xf32>) -> tensor<1x1x1x1x8xf32>
-// CHECK:         %global_sum = te.compute (%i0, %i1, %i2, %i3, %i4) in [1, 1, 1, 1, 8] reduce sum (%ry, %rx) in [4, 4] {
-// CHECK-NEXT:      te.extract %arg0[%i0, %i1, %ry, %rx, %i4] : tensor<1x1x4x4x8xf32>
+// CHECK:         %global_sum = te.compute (%i, %j, %_y, %_x, %b0) in [1, 1, 1, 1, 8] reduce sum (%ry, %rx) in [4, 4] {
+// CHECK-NEXT:      te.extract %arg0[%i, %j, %ry, %rx, %b0] : tensor<1x1x4x4x8xf32>
