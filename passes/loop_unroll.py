@@ -23,7 +23,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_simplify import enclosing_function, sink_constants
-from xweave.passes.loop_utils import body_ops, find_loops, fold_access_maps
+from xweave.passes.loop_utils import body_ops, erase_dead_ops, find_loops, fold_access_maps
 
 
 def unroll_loop(for_op: loop.ForOp) -> list[Operation]:
@@ -68,12 +68,18 @@ class LoopUnrollPass(ModulePass):
                     f"loop-unroll: loop '{self.loop}' has {for_op.extent} iterations, more "
                     f"than max-extent={self.max_extent}; split it first, or raise max-extent"
                 )
-        functions: list[Operation] = []
+        # Only the copies' accesses change, and only the op holding the loop can gain
+        # dead code or movable constants: clean up there, not in the whole kernel (a
+        # tuning candidate unrolls dozens of loops; refolding every kernel-wide access
+        # each time was a third of its schedule time).
+        holders: list[Operation] = []
         for for_op in reversed(found):  # inner copies first, should names nest
-            function = enclosing_function(for_op)
-            if function not in functions:
-                functions.append(function)
-            unroll_loop(for_op)
-        for function in functions:
-            fold_access_maps(function)
-            sink_constants(function)
+            holder = for_op.parent_op() or enclosing_function(for_op)
+            for copy in unroll_loop(for_op):
+                fold_access_maps(copy, erase_dead=False)
+            if holder not in holders:
+                holders.append(holder)
+        for holder in holders:
+            if holder.parent is not None:  # not itself unrolled since
+                erase_dead_ops(holder)
+                sink_constants(holder)

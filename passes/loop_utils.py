@@ -144,10 +144,14 @@ def fold_access_map(op: loop.LoadOp | loop.StoreOp) -> bool:
     ivs = [f.induction_var for f in enclosing_loops(op)]
     dims = {v: i for i, v in enumerate(ivs)}
     operands = list(op.indices)
+    amap = op.map.data
+    positions = [dims.get(v) for v in operands]
+    if None not in positions and all(a < b for a, b in zip(positions, positions[1:])) \
+            and len({d for r in amap.results for d in r.used_dims()}) == amap.num_dims:
+        return False  # already over distinct loop variables in nest order, all used
     exprs = [affine_of(v, dims) for v in operands]
     if any(e is None for e in exprs):
         return False
-    amap = op.map.data
     composed = amap.replace_dims_and_symbols(exprs, [], len(ivs), 0)
     used = sorted({d for r in composed.results for d in r.used_dims()})
     new_map = _renumber(composed, used)
@@ -167,12 +171,14 @@ def _renumber(amap: AffineMap, used: list[int]) -> AffineMap:
     return amap.replace_dims_and_symbols(replacements, [], len(used), 0)
 
 
-def fold_access_maps(root: Operation) -> None:
-    """Fold index arithmetic into every access map under `root`, then drop dead ops."""
+def fold_access_maps(root: Operation, erase_dead: bool = True) -> None:
+    """Fold index arithmetic into every access map under `root` (itself included),
+    then drop dead ops (unless `erase_dead` is False)."""
     for op in list(root.walk()):
         if isinstance(op, (loop.LoadOp, loop.StoreOp)):
             fold_access_map(op)
-    erase_dead_ops(root)
+    if erase_dead:
+        erase_dead_ops(root)
 
 
 def erase_dead_ops(root: Operation) -> bool:
