@@ -6,6 +6,12 @@ schedule: the pipeline of the fastest successful record whose workload key is th
 kernel's (`kernel_tasks.kernel_key`), retargeted to the kernel's name. Records
 measured on this CPU win over records of other CPUs; kernels without a record keep
 their default schedule. Corrupt lines are skipped with a warning.
+
+A tuned build must never be slower than the untuned one. The best of many noisy
+measurements is biased upward (it wins partly by luck), and a kernel timed alone
+sees warmer caches than inside a model; so where the records hold a measurement of
+the default schedule (`"baseline": true`, written by `xweave tune`), a tuned
+schedule replaces it only when measured at least `MIN_GAIN` faster than it.
 """
 
 from __future__ import annotations
@@ -19,6 +25,11 @@ from xdsl.dialects import func
 from xweave.errors import XweaveError
 
 
+MIN_GAIN = 0.03
+"""How much faster (relative) than the measured default schedule a tuned record must be
+to replace it."""
+
+
 class TuningRecordsError(XweaveError):
     """A tuning-records file that cannot be used (missing, unreadable, no records)."""
 
@@ -26,9 +37,13 @@ class TuningRecordsError(XweaveError):
 class TunedSchedules:
     """Workload key -> the best record's schedule steps."""
 
-    def __init__(self, best: dict[str, dict], source: str = ""):
+    def __init__(self, best: dict[str, dict], source: str = "",
+                 kept_default: dict[str, tuple[float, float]] | None = None):
         self.best = best
         self.source = source
+        self.kept_default = kept_default or {}
+        """Workload key -> (best tuned, default) GFLOP/s, for the workloads whose tuned
+        schedules were not enough faster than the default to replace it."""
         self.applied: dict[str, str] = {}
         """Kernel name -> workload key, for the kernels given a tuned schedule."""
 
@@ -68,9 +83,19 @@ class TunedSchedules:
         if len(skipped) > 5:
             warnings.warn(f"{path}: {len(skipped) - 5} more line(s) skipped", RecordWarning,
                           stacklevel=2)
-        here = best_per_workload(r for r in records if same_target(r))
-        elsewhere = best_per_workload(r for r in records if not same_target(r))
-        return cls({**elsewhere, **here}, str(path))
+        here = [r for r in records if same_target(r)]
+        best = {**best_per_workload(r for r in records if not same_target(r)),
+                **best_per_workload(here)}
+        defaults = best_per_workload(r for r in here if r.get("baseline"))
+        kept = {}
+        for key, default in defaults.items():
+            record = best[key]
+            tuned, base = record["result"]["gflops"], default["result"]["gflops"]
+            if not record.get("baseline") and tuned < base * (1 + MIN_GAIN):
+                kept[key] = (tuned, base)
+            if record.get("baseline") or key in kept:
+                del best[key]  # the kernel keeps (today's) default schedule
+        return cls(best, str(path), kept)
 
     def steps_for(self, kernel: func.FuncOp) -> list[str] | None:
         """The tuned pipeline of `kernel` (one pass spec per step), or None."""
@@ -110,4 +135,4 @@ def tuned_schedules(path: str | os.PathLike) -> TunedSchedules:
     return _CACHE[key]
 
 
-__all__ = ["TunedSchedules", "TuningRecordsError", "tuned_schedules"]
+__all__ = ["MIN_GAIN", "TunedSchedules", "TuningRecordsError", "tuned_schedules"]

@@ -196,7 +196,8 @@ def tune(
     `batch_size`: points per round (default: the builder's parallelism, at least 1;
     8 for simulated tasks). Each measurement is appended to `records_path` (flushed and
     fsync'd) and passed to every `callbacks(result, record)`.
-    `initial_points` (e.g. the default schedule) are measured first unless recorded.
+    `initial_points` (e.g. the default schedule) are measured first unless recorded;
+    their records carry `"baseline": true`.
     `label` names the progress bar (default: tuner and workload).
     """
     t_start = time.perf_counter()
@@ -257,6 +258,7 @@ def tune(
             max(1, getattr(builder, "n_parallel", 1) or 1)
     progress_bar = _Progress(trials, label or f"{tuner_name} {key}", progress,
                              initial=len(prior_points))
+    baseline = {tuple(p) for p in initial_points if p is not None}
     first = [tuple(p) for p in dict.fromkeys(tuple(p) for p in initial_points if p is not None)
              if tuple(p) not in seen]
     results: list[MeasureResult] = []
@@ -294,6 +296,8 @@ def tune(
                 trial += 1
                 errors[int(res.error_no)] += 1
                 record = make_record(task, res.point, res, tuner_name, trial)
+                if tuple(res.point) in baseline:
+                    record["baseline"] = True  # what a tuned schedule must beat (dispatch)
                 if writer is not None:
                     writer.write(record)
                 for cb in callbacks:

@@ -7,8 +7,8 @@ module = xweave.build("model.onnx", tuning_records="model.jsonl")
 ```
 
 This is what `xweave tune MODEL` runs. Each task first measures its default schedule
-(so the best record of a workload is never slower than the untuned build, as far as
-measurements tell), then `trials` points in total per task. The records file is
+(a `baseline` record: compiling with the records uses a tuned schedule only where it
+beat that measurement by `dispatch.MIN_GAIN`), then `trials` points in total per task. The records file is
 appended to and resumed from: running the same command again after an interruption
 measures only what is missing.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xweave.errors import XweaveError
+from xweave.autotune.dispatch import MIN_GAIN
 
 RUNNERS = ("local", "cluster")
 
@@ -165,8 +166,11 @@ def tune_model(
             results.append(result)
             default = _default_gflops(task, records_path, getattr(run, "target_info", None))
             failed = sum(v for k, v in result.errors.items() if k)
+            kept = default and result.best_gflops < default * (1 + MIN_GAIN)
             log(f"  best {result.best_gflops:.2f} GFLOP/s"
                 + (f" (default schedule {default:.2f})" if default else "")
+                + (f"; compile keeps the default (less than {MIN_GAIN:.0%} faster)"
+                   if kept else "")
                 + f" after {result.trials} new + {result.resumed} resumed trials, "
                   f"{failed} error(s); stopped: {result.stop_reason}")
     finally:

@@ -201,6 +201,26 @@ def test_recorded_schedules_are_retargeted_to_the_kernel_name(model, tmp_path):
                                 if not k.sym_name.data.startswith("conv2d"))) is None
 
 
+@pytest.mark.parametrize("tuned_gflops, applied", [(10.1, False), (10.5, True)])
+def test_a_tuned_schedule_must_beat_the_measured_default_by_min_gain(model, tmp_path,
+                                                                     tuned_gflops, applied):
+    from xweave.autotune.dispatch import MIN_GAIN
+
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
+    default = {**_record(task, task.default_point(), 10.0), "baseline": True}
+    tuned = _record(task, _other_point(task), tuned_gflops)
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(default) + "\n" + json.dumps(tuned) + "\n")
+    schedules = TunedSchedules.load(path)
+    assert (task.workload_key in schedules.best) == applied
+    assert (tuned_gflops >= 10.0 * (1 + MIN_GAIN)) == applied
+    if not applied:
+        assert schedules.kept_default[task.workload_key] == (tuned_gflops, 10.0)
+    kernel = next(k for k, _ in model_kernels(loop_stage(model))
+                  if k.sym_name.data == f"{CONV}_0")
+    assert (schedules.steps_for(kernel) is not None) == applied
+
+
 def test_unusable_records_files_are_clear_errors(model, tmp_path):
     with pytest.raises(TuningRecordsError, match="no such file"):
         xweave.build(model, tuning_records=tmp_path / "missing.jsonl")

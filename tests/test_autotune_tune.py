@@ -60,3 +60,14 @@ def test_early_stopping_and_curves(tmp_path):
     for values in by_tuner.values():
         assert len(values) == 120 and values == sorted(values)
     assert by_tuner["lgbm"][-1] >= by_tuner["random"][-1]
+
+
+def test_the_initial_points_are_measured_first_and_marked_baseline(tmp_path):
+    task = make_task("synthetic_smooth", seed=5)
+    start = next(iter(task.space))
+    path = tmp_path / "records.jsonl"
+    tune(task, tuner="random", trials=4, seed=0, records_path=path, progress=False,
+         initial_points=[start])
+    records = load_records(path)
+    assert [r.get("baseline", False) for r in records] == [True, False, False, False]
+    assert tuple(records[0]["point"]) == tuple(start)
