@@ -86,7 +86,8 @@ def test_pass_preserves_meaning(block):
     GraphAlterLayoutPass(block=block).apply(make_context(), module)
     module.verify()
     rewritten = [op for op in module.walk() if isinstance(op, graph.Conv2dNchwcOp)]
-    assert len(rewritten) == 6
+    # with blocks of 8, the last conv of @fallback_last (24 channels) is blocked too
+    assert len(rewritten) == {16: 8, 8: 9}[block]
     for function in [f for f in before.ops if isinstance(f, func.FuncOp)]:
         name = function.sym_name.data
         inputs = _random_inputs(function)
@@ -140,7 +141,7 @@ def resnet_stem_and_block():
 
 def inverted_residual():
     """MobileNetV2: 1x1 expand + relu6, depthwise 3x3/1 + relu6, 1x1 project to 24
-    channels (blocks of 8), residual add, a per-channel scale."""
+    channels (blocks of 8: last, it stays NCHW), residual add, a per-channel scale."""
     nodes = [
         N("Conv", ["x", "we"], ["e"], kernel_shape=[1, 1]),
         N("Clip", ["e", "lo", "hi"], ["e6"]),
@@ -177,7 +178,7 @@ def fire_module():
     return make_model(nodes, [("x", [1, 32, 13, 13])], ["y", "h"], init), {"x": rand(1, 32, 13, 13)}
 
 
-MODELS = {"resnet": (resnet_stem_and_block, 3), "mobilenet": (inverted_residual, 3),
+MODELS = {"resnet": (resnet_stem_and_block, 3), "mobilenet": (inverted_residual, 2),
           "squeezenet": (fire_module, 3)}
 
 

@@ -53,17 +53,32 @@ func.func @residual(%x: tensor<1x3x8x8xf32>, %w1: tensor<16x3x3x3xf32>, %b1: ten
 // CHECK-NEXT:    %7 = graph.reshape %m : tensor<4x4xf32> -> tensor<4x4x1xf32>
 // CHECK-NEXT:    %8 = graph.add %6, %7 : (tensor<1x1x4x4x8xf32>, tensor<4x4x1xf32>) -> tensor<1x1x4x4x8xf32>
 // CHECK-NEXT:    %9 = graph.sub %8, %k : (tensor<1x1x4x4x8xf32>, tensor<1xf32>) -> tensor<1x1x4x4x8xf32>
-// CHECK-NEXT:    %10 = graph.layout_transform %w {src_layout = "OIHW", dst_layout = "OIHW8i8o"} : tensor<8x8x1x1xf32> -> tensor<1x1x1x1x8x8xf32>
-// CHECK-NEXT:    %11 = graph.conv2d_nchwc %9, %10 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x1x4x4x8xf32>, tensor<1x1x1x1x8x8xf32>) -> tensor<1x1x4x4x8xf32>
-// CHECK-NEXT:    %y = graph.layout_transform %11 {src_layout = "NCHW8c", dst_layout = "NCHW"} : tensor<1x1x4x4x8xf32> -> tensor<1x8x4x4xf32>
-// CHECK-NEXT:    func.return %y : tensor<1x8x4x4xf32>
-func.func @per_channel(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>, %s: tensor<8x1x1xf32>, %m: tensor<4x4xf32>, %k: tensor<1xf32>) -> tensor<1x8x4x4xf32> {
+// CHECK-NEXT:    %10 = graph.layout_transform %w2 {src_layout = "OIHW", dst_layout = "OIHW8i16o"} : tensor<16x8x1x1xf32> -> tensor<1x1x1x1x8x16xf32>
+// CHECK-NEXT:    %11 = graph.conv2d_nchwc %9, %10 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x1x4x4x8xf32>, tensor<1x1x1x1x8x16xf32>) -> tensor<1x1x4x4x16xf32>
+// CHECK-NEXT:    %y = graph.layout_transform %11 {src_layout = "NCHW16c", dst_layout = "NCHW"} : tensor<1x1x4x4x16xf32> -> tensor<1x16x4x4xf32>
+// CHECK-NEXT:    func.return %y : tensor<1x16x4x4xf32>
+func.func @per_channel(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>, %s: tensor<8x1x1xf32>, %m: tensor<4x4xf32>, %k: tensor<1xf32>, %w2: tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32> {
   %c = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
   %a = graph.mul %c, %s : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
   %b = graph.add %a, %m : (tensor<1x8x4x4xf32>, tensor<4x4xf32>) -> tensor<1x8x4x4xf32>
   %u = graph.sub %b, %k : (tensor<1x8x4x4xf32>, tensor<1xf32>) -> tensor<1x8x4x4xf32>
-  %y = graph.conv2d %u, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
-  func.return %y : tensor<1x8x4x4xf32>
+  %y = graph.conv2d %u, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32>
+  func.return %y : tensor<1x16x4x4xf32>
+}
+
+// A last conv whose channels only split into blocks of 8 (24) reads its blocked input
+// back in NCHW and stays NCHW; the conv before it still runs blocked.
+// CHECK-LABEL: func.func @fallback_last
+// CHECK:         %2 = graph.conv2d_nchwc %0, %1 {{.*}} -> tensor<1x1x4x4x16xf32>
+// CHECK:         %4 = graph.conv2d_nchwc %2, %3 {{.*}} -> tensor<1x1x4x4x16xf32>
+// CHECK-NEXT:    %b = graph.layout_transform %4 {src_layout = "NCHW16c", dst_layout = "NCHW"}
+// CHECK-NEXT:    %y = graph.conv2d %b, %w3 {{.*}} -> tensor<1x24x4x4xf32>
+// CHECK-NEXT:    func.return %y
+func.func @fallback_last(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>, %w3: tensor<24x16x1x1xf32>) -> tensor<1x24x4x4xf32> {
+  %a = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %b = graph.conv2d %a, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %y = graph.conv2d %b, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<24x16x1x1xf32>) -> tensor<1x24x4x4xf32>
+  func.return %y : tensor<1x24x4x4xf32>
 }
 
 // A depthwise conv keeps its producer's block (weight OIHW1i16o); a concat of blocked
