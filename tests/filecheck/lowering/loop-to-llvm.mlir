@@ -17,7 +17,7 @@ builtin.module {
     loop.for %i = 0 to 3 {
       loop.for %k = 0 to 2 {
         %a = loop.load %A[%i * 2 + %k, 1] : memref<8x4xf32>
-        %e = math.exp %a : f32
+        %e = math.sqrt %a : f32
         %pos = arith.cmpf ogt, %e, %zero : f32
         %r = scf.if %pos -> (f32) {
           %s = arith.mulf %e, %a : f32
@@ -77,7 +77,7 @@ builtin.module {
 // CHECK-NEXT:    %[[OFF:[0-9]+]] = llvm.add %[[SUM]], %[[C1]] overflow<nsw> : i64
 // CHECK-NEXT:    %[[PA:[0-9]+]] = llvm.getelementptr inbounds %[[A]][%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    %[[LA:[0-9]+]] = llvm.load %[[PA]] {alignment = 4 : i64} : !llvm.ptr -> f32
-// CHECK-NEXT:    %[[E:[0-9]+]] = llvm.call_intrinsic "llvm.exp.f32"(%[[LA]]) : (f32) -> f32
+// CHECK-NEXT:    %[[E:[0-9]+]] = llvm.call_intrinsic "llvm.sqrt.f32"(%[[LA]]) : (f32) -> f32
 // CHECK-NEXT:    %[[POS:[0-9]+]] = llvm.fcmp "ogt" %[[E]], %[[ZERO]] : f32
 // scf.if with a result: two blocks branching to a join block whose argument is the result.
 // CHECK-NEXT:    llvm.cond_br %[[POS]], ^[[THEN:bb[0-9]+]], ^[[ELSE:bb[0-9]+]]
