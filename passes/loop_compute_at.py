@@ -16,7 +16,13 @@ the accumulator tile of a register-blocked matmul.
 
 Where the box may stick out of the buffer for some iterations (a consumer tile that
 does not divide the extent), the producer's body is guarded by `scf.if` so that it only
-computes elements inside the buffer.
+computes elements inside the buffer. With `overcompute=true` (and a scope), it is not:
+the stage computes the whole box every time, the elements past the end of the buffer
+into the part of the shrunk buffer that no consumer reads (they stay guarded), so that
+the nest stays perfect (a register block's reduction can be reordered and unrolled).
+Its reads must then stay in bounds: a temporary the stage reads past its end (the
+padded input of a conv) is grown, its producer computing the extra elements
+(`loop_grow`); a read past the end of a kernel argument is refused.
 
 Refused (PassFailedException, IR untouched): an unknown stage or loop; a stage writing
 a kernel argument (use `loop-cache-write`); `at` inside the stage or before it; a
@@ -60,6 +66,7 @@ from xweave.passes.loop_regions import (
     temporary_alloc,
     unique_loop,
 )
+from xweave.passes.loop_grow import plan_growth
 from xweave.passes.loop_utils import fold_access_maps
 
 
@@ -72,7 +79,9 @@ class LoopComputeAtPass(ModulePass):
     (`keep`: the buffer stays as is; a memory scope such as `local`: shrink the buffer
     to the region, allocated at the start of `at`'s body in that scope), `order` (with
     a scope: the dimension order of the shrunk buffer, e.g. `0,2,3,1` to make an NCHW
-    tile channel-contiguous), `kernel` (default: every kernel that has the stage).
+    tile channel-contiguous), `overcompute` (with a scope: compute the whole box even
+    where it sticks out of the buffer, unguarded), `kernel` (default: every kernel that
+    has the stage).
     """
 
     name = "loop-compute-at"
@@ -81,6 +90,7 @@ class LoopComputeAtPass(ModulePass):
     at: str
     scope: str = "keep"
     order: tuple[int, ...] = ()
+    overcompute: bool = False
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -125,8 +135,9 @@ class LoopComputeAtPass(ModulePass):
             new_type = MemRefType(buffer_type.get_element_type(),
                                   [region.extents[d] for d in order],
                                   memory_space=memory_scope(self.scope))
-        elif self.order:
-            raise PassFailedException(f"{what}: order needs a scope (the buffer is kept)")
+        elif self.order or self.overcompute:
+            option = "order" if self.order else "overcompute"
+            raise PassFailedException(f"{what}: {option} needs a scope (the buffer is kept)")
 
         def run() -> None:
             fixed = region.fixed_ivs
@@ -149,7 +160,7 @@ class LoopComputeAtPass(ModulePass):
                 # stays inside the shrunk buffer anyway.
                 reads = any(isinstance(a, loop.LoadOp) and a.memref != buffer
                             for a in root.walk())
-                if new_type is None or reads:
+                if (new_type is None or reads) and not self.overcompute:
                     guard_nest(region, shape, loops)
             touched = [a for root in stage.roots for a in root.walk()
                        if isinstance(a, loop.LoadOp | loop.StoreOp)]
@@ -165,5 +176,10 @@ class LoopComputeAtPass(ModulePass):
             fold_access_maps(kernel)
             for access in dict.fromkeys(touched):
                 simplify_access(access)
+            if self.overcompute:
+                assert new_alloc is not None
+                inputs = [a for root in stage.roots for a in root.walk()
+                          if isinstance(a, loop.LoadOp) and a.memref is not new_alloc.memref]
+                plan_growth(kernel, inputs, what)()
 
         return run

@@ -18,7 +18,10 @@ execute unconditionally:
   rows past the end are never read.
 
 The body then runs for the rows past the end too, on the padding, into cache elements
-nobody reads. Guards that do not qualify are left alone (nothing is refused).
+nobody reads. With `grow=true`, a body may also read past the end of a temporary that a
+stage of the kernel computes (the padded input of a conv read through a window): the
+temporary is grown so that those reads stay in bounds (`loop_grow`). Guards that do not
+qualify are left alone (nothing is refused).
 """
 
 from __future__ import annotations
@@ -27,74 +30,20 @@ from dataclasses import dataclass
 from typing import cast
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, VectorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Operation
 from xdsl.ir.affine import AffineDimExpr, AffineExpr
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_simplify import (
-    Interval,
-    enclosing_function,
-    expr_bounds,
-    iv_range,
-    simplify_expr,
-)
-from xweave.passes.loop_utils import affine_of, enclosing_loops, find_loops
+from xweave.passes.loop_grow import Dims, Key, plan_growth
+from xweave.passes.loop_simplify import enclosing_function, expr_bounds, simplify_expr
+from xweave.passes.loop_utils import enclosing_loops, find_loops
 
-Key = tuple[int, AffineExpr]
-
-
-class _Dims:
-    """Every loop variable of a function as an affine dimension, with its range."""
-
-    def __init__(self, function: Operation):
-        ivs = [op.induction_var for op in function.walk() if isinstance(op, loop.ForOp)]
-        self.dims: dict[SSAValue, int] = {v: i for i, v in enumerate(ivs)}
-        self.ranges: list[Interval] = [iv_range(v) for v in ivs]
-        self.ivs = ivs
-
-    def condition(self, value: SSAValue) -> Key | None:
-        """(predicate, lhs - rhs simplified) of an index `arith.cmpi`, else None."""
-        op = value.owner
-        if not isinstance(op, arith.CmpiOp) or not isinstance(op.lhs.type, IndexType):
-            return None
-        lhs, rhs = affine_of(op.lhs, self.dims), affine_of(op.rhs, self.dims)
-        if lhs is None or rhs is None:
-            return None
-        return op.predicate.value.data, simplify_expr(lhs - rhs, self.ranges)
-
-    def indices(self, access: loop.LoadOp | loop.StoreOp) -> list[AffineExpr] | None:
-        """The accessed element as affine expressions of the loop variables."""
-        operands = [affine_of(v, self.dims) for v in access.indices]
-        if any(e is None for e in operands):
-            return None
-        amap = access.map.data
-        exprs = cast(list[AffineExpr], operands)
-        return [simplify_expr(r.replace_dims_and_symbols(exprs[:amap.num_dims],
-                                                          exprs[amap.num_dims:]), self.ranges)
-                for r in amap.results]
-
-    def in_bounds(self, access: loop.LoadOp) -> bool:
-        """Whether `access` stays inside its buffer over the whole loop ranges."""
-        element = self.indices(access)
-        if element is None:
-            return False
-        shape = cast(MemRefType, access.memref.type).get_shape()
-        lanes = access.result.type.get_shape()[-1] if isinstance(access.result.type, VectorType) else 1
-        for d, (expr, size) in enumerate(zip(element, shape, strict=True)):
-            lo, hi = expr_bounds(expr, self.ranges)
-            if d == len(shape) - 1:
-                hi += lanes - 1
-            if lo < 0 or hi > size - 1:
-                return False
-        return True
-
-
-def _guard_key(op: Operation, dims: _Dims) -> list[Key]:
+def _guard_key(op: Operation, dims: Dims) -> list[Key]:
     """The conditions of the guards around `op`."""
     keys = []
     parent = op.parent_op()
@@ -107,7 +56,9 @@ def _guard_key(op: Operation, dims: _Dims) -> list[Key]:
     return keys
 
 
-def _removable(guard: scf.IfOp, dims: _Dims) -> bool:
+def _removable(guard: scf.IfOp, dims: Dims, past_end: list[loop.LoadOp] | None) -> bool:
+    """Whether `guard` can go; with `past_end` (a list), loads that leave their buffer
+    are allowed and appended to it (for growing), else they keep the guard."""
     if guard.results or guard.false_region.blocks and any(
             not isinstance(o, scf.YieldOp) for o in guard.false_region.block.ops):
         return False
@@ -115,10 +66,13 @@ def _removable(guard: scf.IfOp, dims: _Dims) -> bool:
     if key is None:
         return False
     stores: list[loop.StoreOp] = []
+    outside: list[loop.LoadOp] = []
     for op in guard.true_region.walk():
         if isinstance(op, loop.LoadOp):
             if not dims.in_bounds(op):
-                return False
+                if past_end is None:
+                    return False
+                outside.append(op)
         elif isinstance(op, loop.StoreOp):
             scope = cast(MemRefType, op.memref.type).memory_space
             if scope != loop.LOCAL_SCOPE or not isinstance(op.memref.owner, loop.AllocOp):
@@ -144,10 +98,12 @@ def _removable(guard: scf.IfOp, dims: _Dims) -> bool:
             read = dims.indices(reader)
             if read is None or _may_overlap(read, written, dims):
                 return False
+    if past_end is not None:
+        past_end += outside
     return True
 
 
-def _may_overlap(a: list[AffineExpr], b: list[AffineExpr], dims: _Dims) -> bool:
+def _may_overlap(a: list[AffineExpr], b: list[AffineExpr], dims: Dims) -> bool:
     """Whether two accesses of a buffer may touch one element (they differ by a
     provably non-zero constant along some dimension otherwise)."""
     for x, y in zip(a, b):
@@ -178,6 +134,10 @@ class LoopUnguardPass(ModulePass):
 
     loop: str
     """The loop whose guards are dropped where safe (the reduction inside a tile)."""
+    grow: bool = False
+    """Also drop guards whose body reads past the end of a temporary computed in the
+    kernel (a padded input), growing the temporary so that those reads stay in bounds
+    (see `loop_grow`); if it cannot be grown, those guards stay."""
     kernel: str | None = None
     """Only in this kernel (default: every kernel having the loop)."""
 
@@ -187,8 +147,18 @@ class LoopUnguardPass(ModulePass):
         except PassFailedException as e:
             raise PassFailedException(f"loop-unguard: {e}") from None
         for for_op in found:
-            dims = _Dims(enclosing_function(for_op))
+            function = enclosing_function(for_op)
+            dims = Dims(function)
             guards = [g for g in for_op.walk() if isinstance(g, scf.IfOp)]
-            for guard in guards:
-                if _removable(guard, dims):
-                    _inline(guard)
+            past_end: list[loop.LoadOp] = []
+            removable = [g for g in guards
+                         if _removable(g, dims, past_end if self.grow else None)]
+            if past_end:
+                try:
+                    grow = plan_growth(cast(func.FuncOp, function), past_end, "loop-unguard")
+                except PassFailedException:
+                    removable = [g for g in removable if _removable(g, dims, None)]
+                else:
+                    grow()
+            for guard in removable:
+                _inline(guard)

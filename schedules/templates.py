@@ -37,6 +37,18 @@ past it, and blocking only adds passes over the output. Measured (1 thread, rati
 numpy, interleaved, medians): 2048^3 (128 KB panels) 0.79-0.81 blocked against
 0.83-0.87 not (2 threads 0.90-0.95 against 0.97-1.04); 1024x4096x1024 (256 KB) 0.67
 against 0.71; 2048x8192x1024 (512 KB) 0.77 against 0.71."""
+MAX_NARROW_ROWS = 12
+"""Rows of an 8-column register block at most, where 16 columns are possible: 13 x 8
+spills (SqueezeNet 13x13 3x3 64->256 on one thread, interleaved: 13 x 8 0.96 ms against
+0.68 for a ragged 5 x 16). Its NCHW classifier (1000 channels: 8-column blocks only)
+ran 3.54 ms with a ragged 7 x 8 against 3.11 ms for 13 x 8, so it keeps 13 x 8."""
+RAGGED_BELOW = 0.9
+"""With an epilogue, ragged row tiles are considered only when no dividing block scores
+this well: 27x27 (SqueezeNet 3x3 32->128) runs 9 x 8 (0.90) at 0.60 ms against 0.63
+for a ragged 4 x 16 (0.96); 7x7 (0.875 for 7 x 8) runs a ragged 4 x 16 15-35% faster."""
+RAGGED_MAX_EXTENT = 16
+"""...and only over at most this many rows (7x7, 13x13): SqueezeNet's NCHW conv1
+(111 wide) ran 3.54 ms with a ragged 4 x 16 against 3.11 ms for 3 x 3 x 8."""
 L3_BYTES = 32 * 1024 * 1024  # shared by the cores
 ROW_BLOCK_BYTES = L3_BYTES // 4
 """Below K blocking, the rows are blocked (m_block) when the row operand is bigger
@@ -75,6 +87,39 @@ than it saves (bench/op_overhead.py: 5.3 us per tiny op on 2 threads)."""
 def worth_parallel(info: KernelInfo) -> bool:
     """Whether the kernel has enough work to run its outer loops in parallel."""
     return sum(stage.work for stage in info.stages) >= PARALLEL_MIN_WORK
+
+
+CACHE_LINE = 64
+"""Bytes of a cache line."""
+
+SHARED_LINES_SERIAL = False
+"""Column panels that split a cache line of the output run one after the other, the
+loops inside them in parallel (off: not yet measured on a quiet machine)."""
+
+BALANCED_EXTENT = 32
+"""A parallel loop of fewer iterations than this, an odd number of them, leaves a thread
+idle at its end (9 iterations on 2 threads: 5 and 4, a tenth of the kernel lost); it is
+fused with the loops inside it first (9 x 56 iterations: 252 each)."""
+
+
+def parallel_steps(k: str, loops: list[str], extents: list[int]) -> list[str]:
+    """`loop-parallel` on the first loop of extent > 1 of a perfect nest (`loops`,
+    outermost first). When its iterations split unevenly (an odd count below
+    `BALANCED_EXTENT`), it is `loop-fuse`d first with the loops inside it, down to the
+    next loop of extent > 1, and the fused loop runs in parallel."""
+    busy = [i for i, e in enumerate(extents) if e > 1]
+    if not busy:
+        return []
+    first = busy[0]
+    n = extents[first]
+    if not (n % 2 and n < BALANCED_EXTENT and len(busy) > 1):
+        return [step("loop-parallel", k, loop=loops[first])]
+    steps, name = [], loops[first]
+    for i, inner in enumerate(loops[first + 1:busy[1] + 1]):
+        fused = f"{loops[first]}.balanced{i}"
+        steps.append(step("loop-fuse", k, outer=name, inner=inner, fused_name=fused))
+        name = fused
+    return steps + [step("loop-parallel", k, loop=name)]
 
 
 def divisors(n: int) -> list[int]:
@@ -162,6 +207,24 @@ class BlockedReduction(Template):
         u = others[-1] if others else next(d for d in range(len(spatial)) if d != v)
         return u, v
 
+    def _outer_rows_axis(self, anchor: Stage) -> int | None:
+        """The axis whose tile multiplies the register block's rows (`tile_rows_outer`):
+        the next axis of extent > 1 outside the rows, if the operand giving the column
+        vectors does not depend on it either (the output rows y of a conv whose rows
+        are its columns x: a 2x2 block of pixels where no row count dividing 14 fits
+        the registers; not the batch of a batch matmul, whose vectors change with it)."""
+        u, v = self._axes(anchor)
+        names = [n for n, _ in anchor.spatial]
+        outer = [d for d in range(len(names)) if d not in (u, v) and anchor.spatial[d][1] > 1]
+        if not outer or outer[-1] > u:
+            return None
+        w = names[outer[-1]]
+        for _, dims in anchor.reads:
+            used = set().union(*dims) if dims else set()
+            if names[v] in used and names[u] not in used and w in used:
+                return None
+        return outer[-1]
+
     def knobs(self, info: KernelInfo) -> dict[str, list]:
         anchor = info.anchor
         u, v = self._axes(anchor)
@@ -169,7 +232,10 @@ class BlockedReduction(Template):
         mu = list(range(1, min(16, anchor.spatial[u][1]) + 1))
         reduce = [n for n, _ in anchor.reduce]
         first = anchor.reduce[0][1] if anchor.reduce else 1
-        return {"tile_rows": mu, "tile_cols": nv, "parallel": [True, False],
+        w = self._outer_rows_axis(anchor)
+        # (only whole tiles: a ragged one would be guarded around the pixel block)
+        mw = [1] if w is None else [d for d in divisors(anchor.spatial[w][1]) if d <= 8]
+        return {"tile_rows": mu, "tile_cols": nv, "tile_rows_outer": mw, "parallel": [True, False],
                 # the order of the reduction loops inside a tile (rc,ry,rx / ry,rx,rc...)
                 "reduce_order": [",".join(p) for p in itertools.permutations(reduce)][:24],
                 # split the outermost reduction loop: its outer part runs first, the
@@ -200,33 +266,67 @@ class BlockedReduction(Template):
         overshoot. At most 16 columns (wider panels measured slower); on ties 16,
         then the larger block (less memory traffic per FMA)."""
         knobs = self.knobs(info)
-        extent = info.anchor.spatial[self._axes(info.anchor)[0]][1]
+        anchor = info.anchor
+        extent = anchor.spatial[self._axes(anchor)[0]][1]
+        w = self._outer_rows_axis(anchor)
+        outer_extent = anchor.spatial[w][1] if w is not None else 1
 
-        def score(rows: int, cols: int) -> tuple[float, int]:
+        def used(n: int, size: int) -> float:
+            return n / (-(-n // size) * size)
+
+        def score(outer: int, rows: int, cols: int) -> tuple[float, int]:
             vectors = max(1, cols // VECTOR)
-            fmas, loads = rows * vectors, rows + vectors
+            fmas, loads = outer * rows * vectors, outer * rows + vectors
             busy = min(1.0, fmas / loads, fmas / 8)
-            used = extent / (-(-extent // rows) * rows)
-            return round(busy * used, 2), rows * cols
+            return (round(busy * used(extent, rows) * used(outer_extent, outer), 2),
+                    outer * rows * cols)
 
         def registers(rows: int, cols: int) -> int:
             vectors = max(1, cols // VECTOR)
             return rows * vectors + vectors + 1
 
         # With an epilogue, the anchor is computed at the output's tile through bound
-        # inference: a ragged tile guards the whole reduction (measured 5x slower).
+        # inference: a ragged last tile computes whole (loop-compute-at{overcompute})
+        # if its rows' reads can stay in bounds, else it would guard the whole
+        # reduction (measured 5x slower) and only dividing rows are taken.
         rows_choices = knobs["tile_rows"]
-        if _epilogue(info, info.anchor)[1] is not None:
+        outer_choices = knobs["tile_rows_outer"]
+        epilogue = _epilogue(info, anchor)[1] is not None
+        if epilogue and (extent > RAGGED_MAX_EXTENT or not self._ragged_rows_ok(info)):
             rows_choices = [r for r in rows_choices if extent % r == 0]
-        fitting = [(score(r, c)[0], -abs(c - 2 * VECTOR), score(r, c)[1], extent % r == 0, c, r)
-                   for r in rows_choices for c in knobs["tile_cols"]
-                   if registers(r, c) <= MAX_REGISTERS and c <= 2 * VECTOR]
-        *_, cols, rows = max(fitting) if fitting else (0, 0, 0, True, knobs["tile_cols"][0], 1)
+        # Rows of the outer axis too (a y x x block of pixels) only where they do
+        # better than rows alone (14x14 images: 2x2x16 instead of 7x8); a ragged outer
+        # tile is never chosen.
+        fitting = [(score(o, r, c)[0], -abs(c - 2 * VECTOR), score(o, r, c)[1], -o,
+                    extent % r == 0, c, r, o)
+                   for o in outer_choices for r in rows_choices for c in knobs["tile_cols"]
+                   if registers(o * r, c) <= MAX_REGISTERS and c <= 2 * VECTOR
+                   and outer_extent % o == 0 and (o == 1 or extent % r == 0)
+                   and (c > VECTOR or o * r <= MAX_NARROW_ROWS
+                        or 2 * VECTOR not in knobs["tile_cols"])]
+        dividing = [f for f in fitting if f[4]]
+        if epilogue and dividing and max(dividing)[0] >= RAGGED_BELOW:
+            fitting = dividing
+        *_, cols, rows, outer_rows = max(fitting) if fitting else (
+            0, 0, 0, 0, True, knobs["tile_cols"][0], 1, 1)
         k_block, m_block = self._default_blocks(info, rows, cols)
-        return {"tile_rows": rows, "tile_cols": cols, "parallel": worth_parallel(info),
-                "reduce_order": self._default_reduce_order(info, rows), "reduce_split": 1,
+        return {"tile_rows": rows, "tile_cols": cols, "tile_rows_outer": outer_rows,
+                "parallel": worth_parallel(info),
+                "reduce_order": self._default_reduce_order(info, rows * outer_rows),
+                "reduce_split": 1,
                 "unroll_reduce": False, "pack_rows": True,
                 "k_block": k_block, "m_block": m_block}
+
+    def _ragged_rows_ok(self, info: KernelInfo) -> bool:
+        """Whether a ragged last row tile can compute whole: every kernel argument the
+        anchor reads along its rows gets packed into panels padded to whole tiles
+        (temporaries such as a padded input are grown by loop-compute-at instead)."""
+        anchor = info.anchor
+        u, _ = self._axes(anchor)
+        row = anchor.spatial[u][0]
+        packed = {arg for arg, _ in self._pack_plan(info, anchor, u, 2, False, unit_windows=True)}
+        return all(arg in packed for arg, dims in anchor.reads
+                   if any(row in loops for loops in dims))
 
     def _default_blocks(self, info: KernelInfo, rows: int, cols: int) -> tuple[int, int]:
         """GotoBLAS blocks: a kc x cols slice of a packed column panel fills half of L1
@@ -264,14 +364,22 @@ class BlockedReduction(Template):
         # The stage whose loops carry the tiling: the output (epilogue) or the anchor.
         tiled = output or anchor
         names = [n for n, _ in tiled.spatial]
+        # The register block's axes, outermost first: (outer rows,) rows, vector.
+        w = self._outer_rows_axis(anchor)
+        outer_rows = config.get("tile_rows_outer", 1) if w is not None else 1
+        block = ([w] if outer_rows > 1 else []) + [u, v]
+        sizes = ([outer_rows] if outer_rows > 1 else []) + [rows, cols]
         # A ragged last row tile is guarded around the innermost body, so the tile
         # loops stay perfectly nested (reorder, unroll); LLVM hoists the guard.
-        ragged = {"guard": "innermost"} if tiled.extent(names[u]) % rows else {}
-        steps += [step("loop-split", k, loop=names[u], factor=rows, **ragged),
-                  step("loop-split", k, loop=names[v], factor=cols)]
+        for d, size in zip(block, sizes):
+            ragged = {"guard": "innermost"} if d != v and tiled.extent(names[d]) % size else {}
+            steps.append(step("loop-split", k, loop=names[d], factor=size, **ragged))
         steps += self._packs(info, anchor, v, cols, config["parallel"])
         if config.get("pack_rows", True):
-            steps += self._packs(info, anchor, u, rows, config["parallel"])
+            # A ragged row tile reads its rows from a panel padded to whole tiles, also
+            # through a 1x1 window (`x + rx`, rx < 1): its reduction then runs unguarded.
+            steps += self._packs(info, anchor, u, rows, config["parallel"],
+                                 unit_windows=bool(anchor.spatial[u][1] % rows))
         reduce_loops = self._reduce_loops(anchor, config)
         blocks = self._blocks(info, config, rows)
         if blocks is not None:
@@ -281,42 +389,51 @@ class BlockedReduction(Template):
             steps.append(step("loop-split", k, loop=reduce_loops[0], factor=split))
             reduce_loops = [f"{reduce_loops[0]}.outer", *reduce_loops[1:],
                             f"{reduce_loops[0]}.inner"]
-        outer = [n for d, n in enumerate(names) if d not in (u, v)]
-        tile_outer = [f"{names[u]}.outer", f"{names[v]}.outer"]
-        tile_inner = [f"{names[u]}.inner", f"{names[v]}.inner"]
+        tile_inner = [f"{names[d]}.inner" for d in block]
         reduce = reduce_loops if output is None else []
         # Column panels outermost: one panel of the packed operand (weights) stays in
         # cache while every row tile of the other axes streams past it.
-        tile_loops = [tile_outer[1], *outer, tile_outer[0]]
+        tile_loops = [f"{names[v]}.outer"] + [f"{n}.outer" if d in block else n
+                                              for d, n in enumerate(names) if d not in (u, v)]
+        tile_loops.append(f"{names[u]}.outer")
         steps.append(step("loop-reorder", k, order=tile_loops + reduce + tile_inner))
-        at = tile_outer[0]
+        at = f"{names[u]}.outer"
         # The register block is laid out rows x vector lanes, whatever the output layout.
-        order = [d for d in range(len(names)) if d not in (u, v)] + [u, v]
+        order = [d for d in range(len(names)) if d not in block] + block
+        a_names = [n for n, _ in anchor.spatial]
+        # A ragged last tile computes whole (past the end on the grown padded input, or
+        # the packed rows); only its write-back and epilogue are guarded.
+        ragged = any(tiled.extent(names[d]) % size for d, size in zip(block, sizes) if d != v)
         if output is None:
             steps.append(step("loop-cache-write", k, stage=anchor.name, at=at, order=order))
-            write = [f"{anchor.name}_write.{n.split('.', 1)[1]}" for n in (names[u], names[v])]
+            write = [f"{anchor.name}_write.{names[d].split('.', 1)[1]}" for d in block]
         else:
             steps.append(step("loop-compute-at", k, stage=anchor.name, at=at, scope="local",
-                              order=order))
-            a_names = [n for n, _ in anchor.spatial]
-            steps.append(step("loop-reorder", k, order=reduce_loops + [a_names[u], a_names[v]]))
+                              order=order, **({"overcompute": True} if ragged else {})))
+            steps.append(step("loop-reorder", k, order=reduce_loops + [a_names[d] for d in block]))
             write = tile_inner
         # The register block: the reduction's innermost tile loops.
-        a_names = [n for n, _ in anchor.spatial]
-        inner = tile_inner if output is None else [a_names[u], a_names[v]]
-        steps += vectorize_tile(k, inner, [rows, cols])
-        init = [f"{anchor.name}_init.{n.split('.', 1)[1]}" for n in (a_names[u], a_names[v])]
-        steps += vectorize_tile(k, init, [rows, cols])
-        steps += vectorize_tile(k, write, [rows, cols])
+        inner = tile_inner if output is None else [a_names[d] for d in block]
+        steps += vectorize_tile(k, inner, sizes)
+        init = [f"{anchor.name}_init.{a_names[d].split('.', 1)[1]}" for d in block]
+        steps += vectorize_tile(k, init, sizes)
+        steps += vectorize_tile(k, write, sizes)
+        if ragged and output is None and reduce_loops:
+            steps.append(step("loop-unguard", k, loop=reduce_loops[-1], grow=True))
         if config.get("unroll_reduce") and reduce_loops:
             steps.append(step("loop-unroll", k, loop=reduce_loops[-1]))
         if config["parallel"]:
             extent = dict(tiled.spatial)
-            extent[tile_outer[0]] = -(-extent[names[u]] // rows)
-            extent[tile_outer[1]] = -(-extent[names[v]] // cols)
-            busy = [n for n in tile_loops if extent[n] > 1]
-            if busy:
-                steps.append(step("loop-parallel", k, loop=busy[0]))
+            for d, size in zip(block, sizes):
+                extent[f"{names[d]}.outer"] = -(-extent[names[d]] // size)
+            loops = tile_loops
+            if (SHARED_LINES_SERIAL and v == len(names) - 1 and extent[tile_loops[0]] > 1
+                    and extent[names[v]] * 4 <= CACHE_LINE
+                    and any(extent[n] > 1 for n in tile_loops[1:])):
+                # The column panels split each output cache line (NCHW16c, 8-lane
+                # panels): threads taking panels would write the same lines.
+                loops = tile_loops[1:]
+            steps += parallel_steps(k, loops, [extent[n] for n in loops])
         # Stages left outside the register-blocked nest (padding, ...) run in parallel too.
         done = {anchor.name, *(s.name for s in inlined)} | ({output.name} if output else set())
         for stage in info.stages:
@@ -442,7 +559,12 @@ class BlockedReduction(Template):
         return chosen if sorted(chosen) == sorted(names) else names
 
     def _packs(self, info: KernelInfo, anchor: Stage, v: int, cols: int,
-               parallel: bool) -> list[str]:
+               parallel: bool, unit_windows: bool = False) -> list[str]:
+        """The `loop-pack` steps of `_pack_plan`."""
+        return [s for _, s in self._pack_plan(info, anchor, v, cols, parallel, unit_windows)]
+
+    def _pack_plan(self, info: KernelInfo, anchor: Stage, v: int, cols: int,
+                   parallel: bool, unit_windows: bool = False) -> list[tuple[int, str]]:
         """Pack each operand read along axis `v` (the vector axis, or the rows) into
         `cols`-wide panels laid out one after the other (dense weights [N][K] ->
         [N/16][K][16], matmul B [K][N] -> [N/16][K][16], conv weights OIHW ->
@@ -450,7 +572,9 @@ class BlockedReduction(Template):
         instead of 16 floats per row of a wide matrix. Constant operands (weights) are packed at compile time by
         loop-fold-constant-packs; others are copied per call (on all threads), which
         pays for itself unless few rows reuse a panel: an operand already contiguous
-        along the axis is then read in place (a matrix-vector product)."""
+        along the axis is then read in place (a matrix-vector product). With
+        `unit_windows`, a read through a window of extent 1 (`x + rx` of a 1x1 conv)
+        counts as a read along the axis."""
         vector_axis = anchor.spatial[v][0]
         reduce = {name for name, _ in anchor.reduce}
         reuse = 1  # how many outputs read one panel
@@ -459,6 +583,9 @@ class BlockedReduction(Template):
                 reuse *= extent
         steps = []
         for arg, dims in anchor.reads:
+            if unit_windows:
+                dims = [{n for n in loops if n == vector_axis or anchor.extent(n) > 1}
+                        for loops in dims]
             uses = [d for d, loops in enumerate(dims) if vector_axis in loops]
             if (len(uses) != 1 or dims[uses[0]] != {vector_axis} or cols == 1
                     or not any(loops & reduce for loops in dims)):
@@ -470,8 +597,8 @@ class BlockedReduction(Template):
             order = rest[:at] + [split] + rest[at:] + [len(dims)]
             if split == len(dims) - 1 and (order == list(range(len(dims) + 1)) or reuse < 16):
                 continue  # already contiguous along the axis, and too little reuse to copy
-            steps.append(step("loop-pack", info.name, buffer=arg, split_dim=[split],
-                              factor=[cols], order=order, parallel=parallel))
+            steps.append((arg, step("loop-pack", info.name, buffer=arg, split_dim=[split],
+                                    factor=[cols], order=order, parallel=parallel)))
         return steps
 
 
@@ -545,9 +672,9 @@ def _outer_parallel_inner_vector(k: str, stage: Stage, config: dict) -> list[str
         steps.append(step("loop-vectorize", k, loop=f"{last}.inner"))
         renamed[last] = f"{last}.outer"
     if config["parallel"]:
-        candidates = [n for n, e in spatial if e > 1]
-        if candidates:
-            steps.append(step("loop-parallel", k, loop=renamed.get(candidates[0], candidates[0])))
+        # the nest as it is now: a split axis is its outer part, of fewer iterations
+        steps += parallel_steps(k, [renamed.get(n, n) for n, _ in spatial],
+                                [-(-e // VECTOR) if n in renamed else e for n, e in spatial])
     return steps
 
 

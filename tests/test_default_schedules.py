@@ -319,3 +319,28 @@ def test_random_k_blocked_matmuls(m, k_blocks, n, k_block, m_block, tile_rows, p
     text = check_blocked_matmul(m, k_block * k_blocks, n, k_block=k_block, m_block=m_block,
                                 tile_rows=tile_rows, parallel=parallel)
     assert "matmul.k.outer" in text and "= loop.load %out[" in text
+
+
+# --- parallel loops of an odd, small count are fused first (balance between threads) ---------
+
+
+def test_parallel_steps_fuse_an_odd_count_down_to_the_next_busy_loop():
+    from xweave.schedules.templates import parallel_steps
+
+    assert parallel_steps("k", ["s.a", "s.b"], [4, 9]) == ['loop-parallel{loop="s.a" kernel="k"}']
+    assert parallel_steps("k", ["s.a", "s.b"], [33, 9]) == ['loop-parallel{loop="s.a" kernel="k"}']
+    assert parallel_steps("k", ["s.n", "s.a", "s.one", "s.b", "s.c"], [1, 3, 1, 56, 7]) == [
+        'loop-fuse{outer="s.a" inner="s.one" fused-name="s.a.balanced0" kernel="k"}',
+        'loop-fuse{outer="s.a.balanced0" inner="s.b" fused-name="s.a.balanced1" kernel="k"}',
+        'loop-parallel{loop="s.a.balanced1" kernel="k"}',
+    ]
+    # nothing to fuse with: the odd loop itself
+    assert parallel_steps("k", ["s.a", "s.b"], [3, 1]) == ['loop-parallel{loop="s.a" kernel="k"}']
+    assert parallel_steps("k", ["s.a"], [1]) == []
+
+
+def test_odd_channel_panels_run_as_one_balanced_parallel_loop(tmp_path):
+    # 24 output channels in panels of 8: 3 panels, fused with the rows (3 x 14)
+    text = check_conv(tmp_path, (14, 8, 24, 3, 1, 1, 1))
+    loops = [line for line in text.splitlines() if "parallel" in line and "loop.for" in line]
+    assert any(".balanced" in line and "to 42 parallel" in line for line in loops), loops

@@ -1,6 +1,8 @@
 // RUN: xweave-opt %s -p 'loop-unguard{loop="t.k"}' | filecheck %s
 // RUN: xweave-opt %s -p 'loop-unguard{loop="t.k" kernel="unpadded"}' | filecheck %s --check-prefix=ONE
 // RUN: xweave-opt %s -p 'loop-unguard{loop="t.nope"}' --verify-diagnostics | filecheck %s --check-prefix=ERROR
+// RUN: xweave-opt %s -p 'loop-unguard{loop="t.k" grow=true kernel="window"}' | filecheck %s --check-prefix=GROW
+// RUN: xweave-opt %s -p 'loop-unguard{loop="t.k" grow=true kernel="unpadded"}' | filecheck %s --check-prefix=NO-GROW
 
 // A column of 5 rows computed in tiles of 2 rows (the last tile ragged) with a 2-row
 // local accumulator: row 1 of a tile is guarded by `2 * o + 1 < 5`, in the reduction
@@ -8,6 +10,8 @@
 // the others must keep their guards: @unpadded reads past the end of its rows,
 // @peek reads row 1 of the cache unguarded, @global stores to memory, and
 // @moving tests the reduction variable, which changes while the cache lives.
+// @window reads row 1 through a window of 3 from a padded temporary of 7 elements: its
+// last tile reads %pad[7], so only with grow=true the guard goes and %pad grows to 8.
 
 func.func @padded(%a: memref<3x4x2xf32>, %b: memref<4xf32>, %out: memref<5xf32>) attributes {xweave.kernel} {
   loop.for "t.i.outer" %o = 0 to 3 {
@@ -149,6 +153,55 @@ func.func @moving(%a: memref<3x4x2xf32>, %out: memref<5xf32>) attributes {xweave
   func.return
 }
 
+func.func @window(%x: memref<5xf32>, %b: memref<3xf32>, %out: memref<5xf32>) attributes {xweave.kernel} {
+  %pad = loop.alloc : memref<7xf32>
+  loop.for "pad.i" %i = 0 to 7 {
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    %zero = arith.constant 0.000000e+00 : f32
+    %lo = arith.cmpi sge, %i, %c1 : index
+    %hi = arith.cmpi slt, %i, %c6 : index
+    %in = arith.andi %lo, %hi : i1
+    %v = scf.if %in -> (f32) {
+      %a = loop.load %x[%i - 1] : memref<5xf32>
+      scf.yield %a : f32
+    } else {
+      scf.yield %zero : f32
+    }
+    loop.store %v, %pad[%i] : memref<7xf32>
+  }
+  loop.for "t.i.outer" %o = 0 to 3 {
+    %t_local = loop.alloc : memref<2xf32, #loop.scope<local>>
+    loop.for "t.k" %k = 0 to 3 {
+      %w = loop.load %b[%k] : memref<3xf32>
+      %c2 = arith.constant 2 : index
+      %c1 = arith.constant 1 : index
+      %c5 = arith.constant 5 : index
+      %m = arith.muli %o, %c2 : index
+      %r = arith.addi %m, %c1 : index
+      %ok = arith.cmpi slt, %r, %c5 : index
+      scf.if %ok {
+        %x1 = loop.load %pad[%o * 2 + 1 + %k] : memref<7xf32>
+        %acc1 = loop.load %t_local[1] : memref<2xf32, #loop.scope<local>>
+        %p1 = arith.mulf %x1, %w : f32
+        %s1 = arith.addf %acc1, %p1 : f32
+        loop.store %s1, %t_local[1] : memref<2xf32, #loop.scope<local>>
+      }
+    }
+    %d2 = arith.constant 2 : index
+    %d1 = arith.constant 1 : index
+    %d5 = arith.constant 5 : index
+    %n = arith.muli %o, %d2 : index
+    %q = arith.addi %n, %d1 : index
+    %in = arith.cmpi slt, %q, %d5 : index
+    scf.if %in {
+      %v1 = loop.load %t_local[1] : memref<2xf32, #loop.scope<local>>
+      loop.store %v1, %out[%o * 2 + 1] : memref<5xf32>
+    }
+  }
+  func.return
+}
+
 // The reduction of @padded runs row 1 unconditionally; its write-back keeps the guard.
 // CHECK-LABEL: func.func @padded(
 // CHECK:         loop.for "t.k" %k = 0 to 4 {
@@ -179,3 +232,19 @@ func.func @moving(%a: memref<3x4x2xf32>, %out: memref<5xf32>) attributes {xweave
 // ONE:           scf.if %ok {
 
 // ERROR: loop-unguard: no loop named 't.nope' in any kernel
+
+// With grow=true, @window's %pad grows to 8 (its stage computes the zero at 7) and the
+// reduction of row 1 runs unconditionally; the write-back keeps its guard.
+// GROW-LABEL: func.func @window(
+// GROW-NEXT:    %pad = loop.alloc : memref<8xf32>
+// GROW-NEXT:    loop.for "pad.i" %i = 0 to 8 {
+// GROW:         loop.for "t.k" %k = 0 to 3 {
+// GROW:           %ok = arith.cmpi slt, %r, %c5 : index
+// GROW-NEXT:      %x1 = loop.load %pad[%o * 2 + 1 + %k] : memref<8xf32>
+// GROW:         scf.if %in_1 {
+// GROW-NEXT:      %v1 = loop.load %t_local[1] : memref<2xf32, #loop.scope<local>>
+
+// Growing cannot help a read past the end of a kernel argument: the guard stays.
+// NO-GROW-LABEL: func.func @unpadded(
+// NO-GROW:           scf.if %ok {
+// NO-GROW-NEXT:        %x1 = loop.load %a[%o * 2 + 1, %k] : memref<5x4xf32>
