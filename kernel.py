@@ -15,6 +15,8 @@ c = matmul(np.ones((64, 32), np.float32), np.ones((32, 48), np.float32))
 
 The schedule is a pipeline of loop rewrites (the same text `xweave-opt -p` takes),
 or `"default"` for the template's default schedule (what `xweave.build` uses).
+As in a model, the kernel's top-level temporaries (packed operands, padded inputs)
+live in an arena allocated once per `Kernel` (`plan-memory`), not on every call.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import ctypes
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.passes import PassPipeline
 
 from xweave import te
@@ -54,10 +56,15 @@ def apply_schedule(module: ModuleOp, schedule: str) -> None:
 
 
 class Kernel:
-    """A compiled custom operator: `kernel(*inputs)` returns its outputs as numpy arrays."""
+    """A compiled custom operator: `kernel(*inputs)` returns its outputs as numpy arrays.
+
+    Its temporaries live in one arena (`arena`): calls of one `Kernel` must not
+    overlap (call it from one thread at a time)."""
 
     def __init__(self, name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
-                 loop_ir: str, compiled):
+                 loop_ir: str, compiled, arena_bytes: int = 0):
+        from xweave.passes.memory_plan import ARENA
+        from xweave.runtime.arena import allocate_arena
         from xweave.runtime.jit import load_object
 
         self.name = name
@@ -65,7 +72,10 @@ class Kernel:
         self.output_specs = [(t.shape, np.dtype(t.dtype)) for t in outputs]
         self.loop_ir = loop_ir
         self._compiled = compiled
-        self._engine = load_object(compiled.object_bytes, {})
+        self.arena = allocate_arena(arena_bytes) if arena_bytes else None
+        """The memory of the kernel's temporaries (None: it has none)."""
+        symbols = {ARENA: self.arena} if self.arena is not None else {}
+        self._engine = load_object(compiled.object_bytes, symbols)
         self._fn = self._engine.get_function(
             name, [ctypes.c_void_p] * (len(inputs) + len(outputs)))
 
@@ -95,6 +105,7 @@ def build_kernel(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
                  schedule: str = "default") -> Kernel:
     """Compile the computation of `outputs` from `inputs` into a callable `Kernel`."""
     from xweave.lowering.loop_to_llvm import lower_module
+    from xweave.passes.memory_plan import PEAK_ATTR, PlanMemoryPass
     from xweave.runtime.jit import compile_llvm
 
     module = lower_kernel_to_loop(name, inputs, outputs)
@@ -102,5 +113,8 @@ def build_kernel(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
     loop_ir = str(module)
     kernel_func = next(op for op in module.ops if isinstance(op, func.FuncOp))
     assert kernel_func.sym_name.data == name
+    PlanMemoryPass(function=name).apply(make_context(), module)
+    peak = module.attributes.get(PEAK_ATTR)
     lower_module(module)
-    return Kernel(name, inputs, outputs, loop_ir, compile_llvm(module))
+    return Kernel(name, inputs, outputs, loop_ir, compile_llvm(module),
+                  peak.value.data if isinstance(peak, IntegerAttr) else 0)

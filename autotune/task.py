@@ -113,7 +113,8 @@ class JitCandidate(Candidate):
 
     def __init__(self, task: Any, object_bytes: bytes, params: dict[str, np.ndarray],
                  entry: str, arg_specs: Sequence[tuple[tuple[int, ...], str]],
-                 num_inputs: int, seed: int = 0, rtol: float = 1e-4, atol: float = 1e-4):
+                 num_inputs: int, seed: int = 0, rtol: float = 1e-4, atol: float = 1e-4,
+                 arena_bytes: int = 0):
         self.task = task
         self.object_bytes = object_bytes
         self.params = params
@@ -122,18 +123,26 @@ class JitCandidate(Candidate):
         self.num_inputs = num_inputs
         self.seed = seed
         self.rtol, self.atol = rtol, atol
+        self.arena_bytes = arena_bytes
+        """Bytes of the kernel's planned temporaries (`plan-memory`), allocated at setup."""
         self.features = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for k in ("_engine", "_fn", "_arrays", "_ptrs", "features"):
+        for k in ("_engine", "_fn", "_arrays", "_ptrs", "_arena", "features"):
             state.pop(k, None)
         return state
 
     def setup(self) -> None:
         from xweave.runtime.jit import load_object
 
-        self._engine = load_object(self.object_bytes, self.params)
+        symbols = dict(self.params)
+        if getattr(self, "arena_bytes", 0):
+            from xweave.passes.memory_plan import ARENA
+            from xweave.runtime.arena import allocate_arena
+
+            self._arena = symbols[ARENA] = allocate_arena(self.arena_bytes)
+        self._engine = load_object(self.object_bytes, symbols)
         self._fn = self._engine.get_function(self.entry, [ctypes.c_void_p] * len(self.arg_specs))
         inputs = [np.ascontiguousarray(a) for a in self.task.make_inputs(self.seed)]
         specs = self.arg_specs[: self.num_inputs]
@@ -383,11 +392,21 @@ class KernelTask(TemplateTask):
             from xweave.autotune.features import itervar_features
 
             features = itervar_features(kernel)  # the IR is at hand: save the tuner a rebuild
+        # Temporaries (packed operands, padded inputs) in an arena allocated once, as in
+        # a built model: allocated per call, they page-faulted back in on every run
+        # (8,000 faults per call of a 2048^3 matmul) and the tuner timed that.
+        from xweave.context import make_context
+        from xweave.passes.memory_plan import ARENA, PEAK_ATTR, PlanMemoryPass
+
+        PlanMemoryPass(function=name).apply(make_context(), module)
+        peak = module.attributes.get(PEAK_ATTR)
         params = extract_params(module)
+        params.pop(ARENA, None)  # the runner allocates it (see `JitCandidate.setup`)
         lower_module(module)
         compiled = compile_llvm(module)
         candidate = JitCandidate(self, compiled.object_bytes, params, name, arg_specs,
-                                 len(arg_specs) - self.num_outputs)
+                                 len(arg_specs) - self.num_outputs,
+                                 arena_bytes=peak.value.data if peak is not None else 0)
         candidate.features = features
         return candidate
 

@@ -2,17 +2,77 @@
 
     python bench/matmul.py --threads 1     # JSON lines, one per shape
     python bench/matmul.py --threads 2
+    python bench/matmul.py --threads 1 --interleave 9   # on a shared machine, see below
 
 Shapes: square N = 256, 512, 1024, 2048 and the ResNet/BERT shapes MxKxN =
 1x512x1000, 128x768x768, 128x768x3072. C = A @ B with A [M, K], B [K, N].
+
+`--interleave N` times N rounds, each a block of xweave calls and a block of numpy
+calls (each block after a warm-up of WARM_SECONDS, so that the other library's idle
+threads have stopped spinning), and reports the medians and the median of the
+per-round ratios: a change of load during the run then hits both sides alike.
+With `--quiet`, a round is kept only if other processes used under 2% of the cores
+during it (from /proc/stat; Linux), for at most QUIET_WAIT_SECONDS per shape: on a
+shared machine a busy neighbour slows a 2-thread run by far more than its share
+(OpenBLAS's threads wait for each other).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 
 from common import emit, log, machine, median_time, set_threads
+
+WARM_SECONDS = 0.1
+QUIET_WAIT_SECONDS = 300.0
+QUIET_SHARE = 0.02
+
+
+def _others_cpu_seconds() -> float:
+    """CPU seconds used by the whole machine minus this process, so far."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:9]]
+    busy = (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    return busy - sum(os.times()[:2])
+
+
+def interleaved_times(fns, rounds: int, min_seconds: float = 0.05,
+                      quiet: bool = False) -> list[list[float]]:
+    """Seconds per call of each function, `rounds` samples each, taken in turn (with
+    `quiet`, only rounds the rest of the machine left alone; maybe fewer)."""
+    number = 1
+    for fn in fns:
+        fn()
+        start = time.perf_counter()
+        fn()
+        number = max(number, int(min_seconds / max(time.perf_counter() - start, 1e-9)))
+    samples: list[list[float]] = [[] for _ in fns]
+    deadline = time.perf_counter() + QUIET_WAIT_SECONDS
+    while len(samples[0]) < rounds:
+        others, begin = _others_cpu_seconds() if quiet else 0.0, time.perf_counter()
+        times = []
+        for fn in fns:
+            warm = time.perf_counter() + WARM_SECONDS
+            while time.perf_counter() < warm:
+                fn()
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times.append((time.perf_counter() - start) / number)
+        if quiet:
+            cores = os.cpu_count() or 1
+            share = (_others_cpu_seconds() - others) / ((time.perf_counter() - begin) * cores)
+            if share >= QUIET_SHARE:
+                if time.perf_counter() > deadline:
+                    break
+                continue
+        for out, t in zip(samples, times):
+            out.append(t)
+    return samples
+
 
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1, 512, 1000), (128, 768, 768), (128, 768, 3072)]
@@ -22,6 +82,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--shapes", help="MxKxN,... (default: all)")
+    parser.add_argument("--interleave", type=int, default=0, metavar="ROUNDS",
+                        help="alternate xweave and numpy for ROUNDS rounds (see above)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="with --interleave: keep only rounds the rest of the machine left alone")
     args = parser.parse_args()
     set_threads(args.threads)
 
@@ -45,8 +109,18 @@ def main() -> None:
         got = kernel(a, b, out=[out])
         np.testing.assert_allclose(got, a @ b, rtol=1e-3, atol=1e-3 * np.sqrt(k_extent))
         flops = 2.0 * m * n * k_extent
-        t_xw = median_time(lambda: kernel(a, b, out=[out]))
-        t_np = median_time(lambda: np.matmul(a, b, out=out))
+        if args.interleave:
+            xw, nps = interleaved_times([lambda: kernel(a, b, out=[out]),
+                                         lambda: np.matmul(a, b, out=out)], args.interleave,
+                                        quiet=args.quiet)
+            if not xw:
+                log(f"matmul {m}x{k_extent}x{n}: no quiet round in {QUIET_WAIT_SECONDS:.0f} s")
+                continue
+            t_xw, t_np = float(np.median(xw)), float(np.median(nps))
+            round_ratio = float(np.median(np.array(nps) / np.array(xw)))
+        else:
+            t_xw = median_time(lambda: kernel(a, b, out=[out]))
+            t_np = median_time(lambda: np.matmul(a, b, out=out))
         record = {
             "bench": "matmul", "shape": f"{m}x{k_extent}x{n}", "threads": args.threads,
             "xweave_gflops": round(flops / t_xw / 1e9, 1), "numpy_gflops": round(flops / t_np / 1e9, 1),
@@ -55,9 +129,12 @@ def main() -> None:
             "numpy_peak_fraction": round(flops / t_np / 1e9 / peak, 3),
             "peak_gflops": round(peak, 1), **machine(),
         }
+        if args.interleave:
+            record.update({"rounds": len(xw), "median_round_ratio": round(round_ratio, 3)})
         emit(record)
         log(f"matmul {record['shape']}: xweave {record['xweave_gflops']} GFLOP/s, "
-            f"numpy {record['numpy_gflops']}, ratio {record['ratio_vs_numpy']}")
+            f"numpy {record['numpy_gflops']}, ratio {record['ratio_vs_numpy']}"
+            + (f" (per round {record['median_round_ratio']})" if args.interleave else ""))
 
 
 if __name__ == "__main__":

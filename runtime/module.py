@@ -17,6 +17,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
 
 from xweave.errors import InputError, ModelError
+from xweave.runtime.profile import (
+    PROFILE_GLOBAL,
+    Profile,
+    ProfileError,
+    ProfileSlot,
+    run_profile,
+    slots_of,
+)
 
 FORMAT_VERSION = 1
 
@@ -77,13 +85,6 @@ def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     return specs[0], specs[1]
 
 
-def _aligned_empty(nbytes: int, alignment: int = 64) -> np.ndarray:
-    """An uninitialized byte array whose data starts at a multiple of `alignment`."""
-    raw = np.empty(nbytes + alignment, np.uint8)
-    start = -raw.ctypes.data % alignment
-    return raw[start:start + nbytes]
-
-
 class CompiledModule:
     """A model compiled for the CPU: call `run(**inputs)`, `export(path)`.
 
@@ -94,20 +95,31 @@ class CompiledModule:
 
     def __init__(self, object_bytes: bytes, params: dict[str, np.ndarray],
                  inputs: list[TensorSpec], outputs: list[TensorSpec], compiled=None,
-                 peak_memory_bytes: int | None = None):
+                 peak_memory_bytes: int | None = None,
+                 profile_slots: tuple[ProfileSlot, ...] | None = None):
         from xweave.passes.memory_plan import ARENA
+        from xweave.runtime.arena import allocate_arena
         from xweave.runtime.jit import load_object
 
         self.object_bytes = object_bytes
-        self.params = {k: v for k, v in params.items() if k != ARENA}  # not a weight
+        # not weights: the arena and a profiling build's counters (one of each per instance)
+        self.params = {k: v for k, v in params.items() if k not in (ARENA, PROFILE_GLOBAL)}
         self.inputs = inputs
         self.outputs = outputs
         self.peak_memory_bytes = peak_memory_bytes
         """Bytes of the arena holding the intermediate buffers (None: not planned)."""
         self._compiled = compiled  # the CompiledObject, when built in this process
         symbols = dict(self.params)
-        if peak_memory_bytes:
-            symbols[ARENA] = _aligned_empty(peak_memory_bytes)
+        self.arena = allocate_arena(peak_memory_bytes) if peak_memory_bytes else None
+        """The memory bound to the arena (on huge pages if big enough; see runtime.arena)."""
+        if self.arena is not None:
+            symbols[ARENA] = self.arena
+        self.profile_slots = profile_slots
+        """The timed kernel calls of a profiling build (None: a normal build)."""
+        self._profile_counters = None
+        if profile_slots:
+            self._profile_counters = np.zeros(len(profile_slots), np.int64)
+            symbols[PROFILE_GLOBAL] = self._profile_counters
         self._engine = load_object(object_bytes, symbols)
         self._main = self._engine.get_function(
             "main", [ctypes.c_void_p] * (len(inputs) + len(outputs))
@@ -122,8 +134,11 @@ class CompiledModule:
 
         compiled = compile_llvm(module)
         peak = module.attributes.get(PEAK_ATTR)
+        main = next((op for op in module.ops if getattr(op, "sym_name", None) is not None
+                     and op.sym_name.data == "main"), None)
         return CompiledModule(compiled.object_bytes, params, signature[0], signature[1], compiled,
-                              peak.value.data if isinstance(peak, IntegerAttr) else None)
+                              peak.value.data if isinstance(peak, IntegerAttr) else None,
+                              slots_of(main.attributes) if main is not None else None)
 
     @property
     def llvm_ir(self) -> str:
@@ -185,6 +200,18 @@ class CompiledModule:
             times.append((time.perf_counter() - start) / number)
         return np.array(times)
 
+    def profile(self, repeat: int = 10, **inputs: np.ndarray) -> Profile:
+        """Time every kernel call over `repeat` runs (after a warm-up); a profiling build
+        only (`xweave.build(..., profile=True)`). `print(profile.table())` shows it."""
+        if self._profile_counters is None or self.profile_slots is None:
+            raise ProfileError("this module was built without profiling: build it with "
+                               "xweave.build(..., profile=True) (or `xweave compile --profile`)")
+        arrays = self._check_inputs(inputs)
+        outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
+        args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+        return run_profile(lambda: self._main(*args), self._profile_counters,
+                           self.profile_slots, repeat)
+
     # --- export / load --------------------------------------------------------------
 
     def export(self, path: str | os.PathLike) -> None:
@@ -202,6 +229,8 @@ class CompiledModule:
             "outputs": [s.to_json() for s in self.outputs],
             "peak_memory_bytes": self.peak_memory_bytes,
         }
+        if self.profile_slots is not None:
+            manifest["profile"] = [s.to_json() for s in self.profile_slots]
         params = io.BytesIO()
         np.savez(params, **self.params)
         fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", suffix=".tmp")
@@ -241,4 +270,6 @@ def load_module(path: str | os.PathLike) -> CompiledModule:
         [TensorSpec.from_json(d) for d in manifest["inputs"]],
         [TensorSpec.from_json(d) for d in manifest["outputs"]],
         peak_memory_bytes=manifest.get("peak_memory_bytes"),
+        profile_slots=(tuple(ProfileSlot.from_json(d) for d in manifest["profile"])
+                       if manifest.get("profile") is not None else None),
     )

@@ -126,6 +126,19 @@ def test_task_pickles_builds_checks_and_records_the_applied_schedule(model, tmp_
     assert records[0]["task"]["template"] == "schedule"
 
 
+def test_candidates_keep_their_temporaries_in_an_arena_as_built_models_do(model):
+    from xweave.runtime.jit import _undefined_symbols
+
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
+    candidate = task.build(task.default_point())
+    # the padded input and packed operands: planned, bound at setup, never malloc'd
+    assert candidate.arena_bytes > 0 and "xweave_arena" not in candidate.params
+    assert "malloc" not in _undefined_symbols(candidate.object_bytes)
+    candidate.setup()
+    candidate.run()
+    candidate.check()
+
+
 def test_tiny_kernels_are_checked_with_the_loop_interpreter(tmp_path):
     path = conv_model(tmp_path / "tiny.onnx", channels=2, size=4, convs=1)
     (task,) = extract_tasks(path)
