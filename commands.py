@@ -37,18 +37,25 @@ def _compile(args: argparse.Namespace) -> None:
         module = xweave.build(args.model, target=args.target,
                               input_shapes=parse_input_shapes(args.input_shapes),
                               dump_ir=args.dump_ir, fuse=not args.no_fuse,
+                              profile=args.profile,
                               layout=args.layout == "nchwc",
+                              **_winograd_option(args),
                               tuning_records=args.tuning_records,
                               calibration=args.calibration)
     module.export(args.output)
     print(f"wrote {args.output}")
 
 
-def _load_for_run(path: str, input_shapes):
+def _winograd_option(args: argparse.Namespace) -> dict:
+    """`winograd=` for `xweave.build` when --winograd/--no-winograd was given."""
+    return {} if args.winograd is None else {"winograd": args.winograd}
+
+
+def _load_for_run(path: str, input_shapes, profile: bool = False, options: dict | None = None):
     import xweave
 
     if Path(path).suffix in (".onnx", ".mlir"):
-        return xweave.build(path, input_shapes=input_shapes)
+        return xweave.build(path, input_shapes=input_shapes, profile=profile, **(options or {}))
     return xweave.load_module(path)
 
 
@@ -71,7 +78,16 @@ def _read_inputs(module, path: str | None, fill_mode: str) -> dict[str, np.ndarr
 
 
 def _run(args: argparse.Namespace) -> None:
-    module = _load_for_run(args.module, parse_input_shapes(args.input_shapes))
+    if args.profile and args.repeat < 1:
+        raise XweaveError(f"--repeat must be at least 1 with --profile, got {args.repeat}")
+    module = _load_for_run(args.module, parse_input_shapes(args.input_shapes), args.profile,
+                           _winograd_option(args))
+    if args.profile and hasattr(module, "accelerator"):
+        raise XweaveError("--profile: per-kernel profiles are for CPU (target llvm) modules; "
+                          "use --print-time for the accelerator's simulated times")
+    if args.profile and module.profile_slots is None:
+        raise XweaveError(f"--profile: {args.module} was compiled without profiling "
+                          "(compile it with `xweave compile --profile`)")
     inputs = _read_inputs(module, args.inputs, args.fill_mode)
     outputs = module.run(**inputs)
     if args.output:
@@ -84,9 +100,12 @@ def _run(args: argparse.Namespace) -> None:
         if args.print_top:
             top = np.argsort(flat)[::-1][: args.print_top]
             print("  top: " + ", ".join(f"{i}: {flat[i]:.5f}" for i in top))
-    if args.print_time and hasattr(module, "profile"):  # a CPU + accelerator module
+    if args.print_time and hasattr(module, "accelerator"):  # a CPU + accelerator module
         print(f"simulated {module.accelerator} time per offloaded layer:")
         print(module.profile())
+    if args.profile:
+        print(f"profile over {args.repeat} runs (median per kernel call):")
+        print(module.profile(repeat=args.repeat, **inputs).table())
     if args.print_time:
         times_ms = module.benchmark(inputs, repeat=args.repeat, number=args.number) * 1e3
         print(f"time (ms) over {args.repeat} runs: mean {times_ms.mean():.3f}  "
@@ -121,6 +140,10 @@ def _tune(args: argparse.Namespace) -> None:
     print(f"compile with: xweave compile {args.model} --tuning-records {args.output} -o MODULE")
 
 
+WINOGRAD_HELP = ("compute large 3x3 stride-1 convs on channel-blocked data as Winograd "
+                 "F(4x4, 3x3) (the winograd stage; default: on)")
+
+
 def register(sub) -> None:
     """Add the subcommands to an argparse subparsers object."""
     p = sub.add_parser("compile", help="compile a model into a deployable module")
@@ -129,11 +152,15 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", required=True, help="the module file to write")
     p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
+    p.add_argument("--profile", action="store_true",
+                   help="a profiling build: `xweave run --profile` times each kernel call")
     p.add_argument("--no-fuse", action="store_true",
                    help="turn operator fusion off: one kernel per graph op")
     p.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
                    help="data layout of convolutions: nchwc runs them on channel-blocked "
                    "NCHW16c data where a conv feeds another (default); nchw keeps NCHW")
+    p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
+                   help=WINOGRAD_HELP)
     p.add_argument("--tuning-records", metavar="FILE",
                    help="records of `xweave tune`: each kernel gets its best recorded schedule")
     p.add_argument("--calibration", metavar="INPUTS.npz",
@@ -180,7 +207,12 @@ def register(sub) -> None:
                    help="inputs to use when --inputs is not given (default: random)")
     p.add_argument("-o", "--output", help=".npz file to write the outputs to")
     p.add_argument("--input-shapes", help="bind symbolic input dims when given a model")
+    p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
+                   help=WINOGRAD_HELP + " (when given a model)")
     p.add_argument("--print-time", action="store_true", help="time the run")
+    p.add_argument("--profile", action="store_true",
+                   help="time every kernel call over --repeat runs (a model is compiled with "
+                   "profiling; a module must come from `xweave compile --profile`)")
     p.add_argument("--repeat", type=int, default=10, help="timed runs for --print-time")
     p.add_argument("--number", type=int, default=1, help="runs averaged per timed run")
     p.add_argument("--print-top", type=int, default=0, metavar="N",

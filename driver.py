@@ -51,7 +51,9 @@ def build(
     tuning_records: str | os.PathLike | None = None,
     fuse: bool = True,
     layout: bool = True,
+    winograd: bool = True,
     calibration=None,
+    profile: bool = False,
     **target_options,
 ):
     """Compile a model for `target` and load it, ready to `run`.
@@ -66,6 +68,10 @@ def build(
     `fuse=False` turns operator fusion off (one kernel per graph op: the paper's
     fusion ablation). `layout=False` keeps every convolution in NCHW (default: convs that
     feed other convs run on channel-blocked NCHW16c data, the `layout` stage).
+    `winograd=False` leaves out the `winograd` stage (default: blocked 3x3 stride-1 convs
+    with outputs of at least 28x28 run as Winograd F(4x4, 3x3)).
+    `profile=True` makes a profiling build: every kernel call is timed, and
+    `module.profile(...)` reports the time per kernel (normal builds pay nothing).
 
     `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
     (an .npz path, {name: array} or a list of them), runs its conv2d/dense layers on the
@@ -86,6 +92,8 @@ def build(
 
         tuning_records = str(tuning_records)
         tuned_schedules(tuning_records)  # a bad file fails before the work starts
+    if profile and target != "llvm":
+        raise XweaveError(f"profiling builds are for target 'llvm' only (got '{target}')")
     if (target_options or calibration is not None) and target != "vta":
         given = [*target_options, *(["calibration"] if calibration is not None else [])]
         raise XweaveError(f"target '{target}' takes no option(s) {', '.join(given)}")
@@ -113,7 +121,8 @@ def build(
             (dump_dir / f"{stage_index:02d}-{name}.mlir").write_text(print_module(stage_module))
         stage_index += 1
 
-    lower_to_llvm(module, on_stage, tuning_records, fuse=fuse, layout=layout)
+    lower_to_llvm(module, on_stage, tuning_records, fuse=fuse, layout=layout, profile=profile,
+                  winograd=winograd)
     compiled = CompiledModule.from_llvm_module(module, params, signature)
     if threads is not None:
         from xweave.runtime.threads import set_num_threads

@@ -27,11 +27,14 @@ class Stage:
 
 
 def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
-                layout: bool = True) -> list[Stage]:
+                layout: bool = True, profile: bool = False,
+                winograd: bool = True) -> list[Stage]:
     """The stages from a graph-dialect module to an llvm-dialect module
     (`tuning_records`: a records file whose best schedules replace the defaults;
     `fuse=False` leaves out operator fusion, one kernel per graph op; `layout=False`
-    leaves out the layout stage: every conv stays NCHW)."""
+    leaves out the layout stage: every conv stays NCHW; `profile=True` times every
+    kernel call of @main, see `passes.profile_kernels`; `winograd=False` leaves out the
+    winograd stage)."""
     from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
     from xweave.lowering.graph_to_te import ConvertGraphToTePass
@@ -42,6 +45,7 @@ def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
     from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
     from xweave.passes.graph_fuse import GraphFusePass
     from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
+    from xweave.passes.graph_winograd import GraphWinogradPass
     from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
     from xweave.passes.memory_plan import PlanMemoryPass
     from xweave.schedules import ScheduleKernelsPass
@@ -57,6 +61,10 @@ def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
         #     data (weights transformed at compile time); transforms back to NCHW only
         #     where a consumer needs it.
         Stage("layout", (GraphAlterLayoutPass(), GraphFoldConstantsPass(), DeadCodeElimination())),
+        # 0a'. Blocked 3x3 stride-1 convolutions with large outputs become Winograd
+        #      F(4x4, 3x3): input transform, batched products with weights transformed
+        #      at compile time, output transform (taking the conv's epilogue when fused).
+        Stage("winograd", (GraphWinogradPass(), DeadCodeElimination())),
         # 0b. Operator fusion (the paper's rules): conv2d/dense take their elementwise
         #     epilogues, injective chains and reductions their injective inputs, each
         #     group a graph.fused op.
@@ -76,7 +84,14 @@ def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
         # 5. Loops, buffers and scalar/vector math become the llvm dialect.
         Stage("llvm", (ConvertLoopToLLVMPass(),)),
     ]
-    return [s for s in stages if (fuse or s.name != "fused") and (layout or s.name != "layout")]
+    if profile:
+        from xweave.passes.profile_kernels import CountKernelFlopsPass, ProfileKernelsPass
+
+        stages = [Stage(s.name, s.passes + {"loop": (CountKernelFlopsPass(),),
+                                            "planned": (ProfileKernelsPass(),)}.get(s.name, ()))
+                  for s in stages]
+    return [s for s in stages if (fuse or s.name != "fused") and (layout or s.name != "layout")
+            and (winograd or s.name != "winograd")]
 
 
 def pass_pipeline_spec(stages: list[Stage]) -> str:
@@ -90,6 +105,8 @@ def lower_to_llvm(
     tuning_records: str | None = None,
     fuse: bool = True,
     layout: bool = True,
+    profile: bool = False,
+    winograd: bool = True,
 ) -> ModuleOp:
     """Lower a graph-dialect `module` in place to the llvm dialect.
 
@@ -99,7 +116,7 @@ def lower_to_llvm(
     ctx = make_context()
     if on_stage:
         on_stage("graph", module)
-    for stage in llvm_stages(tuning_records, fuse, layout):
+    for stage in llvm_stages(tuning_records, fuse, layout, profile, winograd):
         PassPipeline(stage.passes).apply(ctx, module)
         module.verify()
         if on_stage:

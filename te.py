@@ -52,7 +52,7 @@ __all__ = [
     "abs", "all", "any", "cast", "ceil", "compute", "const", "cos", "create_kernel", "erf",
     "exp", "floor", "if_then_else", "log", "log1p", "max", "max_reduce", "min", "min_reduce",
     "placeholder", "pow", "prod", "reduce_axis", "reduce_max", "reduce_min", "round",
-    "sigmoid", "sin", "sqrt", "sum", "tanh",
+    "select", "sigmoid", "sin", "sqrt", "sum", "tanh",
 ]
 
 _builtin_max, _builtin_min, _builtin_all = max, min, all  # shadowed below, as in TVM
@@ -209,6 +209,12 @@ class IfThenElse(Expr):
 
 
 @dataclass(eq=False)
+class Select(IfThenElse):
+    """`then` where `cond` holds, else `otherwise`; both sides are evaluated (so their
+    terms are shared with the rest of the expression)."""
+
+
+@dataclass(eq=False)
 class Reduce(Expr):
     """`value` combined over `axes` by `reducer`; only as a whole compute body."""
 
@@ -353,6 +359,16 @@ def if_then_else(cond, then, otherwise) -> Expr:
     if isinstance(cond, Const):
         return then if cond.value else otherwise
     return IfThenElse(cond, then, otherwise, then.dtype)
+
+
+def select(cond, then, otherwise) -> Expr:
+    """Like `if_then_else`, but eager (`arith.select`): both sides are computed, once,
+    outside any branch; for cheap sides whose terms recur elsewhere in the body."""
+    cond = _condition(cond)
+    then, otherwise = _pair(then, otherwise)
+    if isinstance(cond, Const):
+        return then if cond.value else otherwise
+    return Select(cond, then, otherwise, then.dtype)
 
 
 def cast(value, dtype: str) -> Expr:
@@ -767,6 +783,9 @@ class _BodyBuilder:
                 x = self.emit(e.arg)
                 negated = self._add(arith.SubiOp(self._constant(0, e.dtype), x))
                 return negated if e.fn == "neg" else self._add(arith.MaxSIOp(x, negated))
+            case Select():
+                cond, then, otherwise = self.emit(e.cond), self.emit(e.then), self.emit(e.otherwise)
+                return self._add(arith.SelectOp(cond, then, otherwise))
             case IfThenElse():
                 cond = self.emit(e.cond)
                 then, otherwise = self._branch(e.then), self._branch(e.otherwise)

@@ -2,6 +2,7 @@
 
     python bench/conv2d.py --threads 1      # JSON lines, one per layer
     python bench/conv2d.py --threads 2
+    python bench/conv2d.py --layers C2,C6,C9,C12 --winograd   # + Winograd vs direct, blocked
 
 The twelve ResNet-18 layers of the TVM paper's Table 2 (C1-C12) and MobileNet's
 depthwise 3x3 layers (D1-D9). Each layer is one ONNX Conv node with random weights.
@@ -48,10 +49,40 @@ def conv_model(size, cin, cout, k, stride, pad, groups):
     return model
 
 
+def chain_model(size, channels):
+    """Two 3x3 stride-1 convs: the layout stage runs them on NCHW16c data, where the
+    winograd stage applies (a lone conv stays NCHW)."""
+    import onnx
+
+    single = conv_model(size, channels, channels, 3, 1, 1, 1)
+    graph = single.graph
+    second = onnx.helper.make_node("Conv", ["y", "w"], ["z"], kernel_shape=[3, 3], pads=[1] * 4)
+    graph.node.append(second)
+    graph.output[0].name = "z"
+    return single
+
+
+def blocked_conv_ms(model, x, threads: int, winograd: bool) -> float:
+    """Median ms of one blocked conv of `chain_model`: its kernels' profiled times
+    (layout transforms at the ends left out), halved."""
+    import numpy as np
+
+    import xweave
+
+    module = xweave.build(model, threads=threads, profile=True, winograd=winograd)
+    profile = module.profile(repeat=20, x=x)
+    slots = [i for i, s in enumerate(profile.slots) if not s.kernel.startswith("layout_transform")]
+    per_run = profile.samples_ns[:, slots].sum(axis=1)
+    return float(np.median(per_run)) / 2 / 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--layers", help="comma-separated names (default: all)")
+    parser.add_argument("--winograd", action="store_true",
+                        help="also time each 3x3 stride-1 layer on channel-blocked data (in a "
+                        "chain of two) with the winograd stage off and on")
     args = parser.parse_args()
     set_threads(args.threads)
 
@@ -88,10 +119,19 @@ def main() -> None:
             "xweave_peak_fraction": round(flops / t_xw / 1e9 / peak, 3),
             "onnxruntime_peak_fraction": round(flops / t_ort / 1e9 / peak, 3), **machine(),
         }
+        if args.winograd and (k, stride, groups) == (3, 1, 1) and cin == cout:
+            chain = chain_model(size, cin)
+            direct = blocked_conv_ms(chain, x, args.threads, winograd=False)
+            wino = blocked_conv_ms(chain, x, args.threads, winograd=True)
+            record.update({"blocked_direct_ms": round(direct, 3), "blocked_winograd_ms": round(wino, 3),
+                           "winograd_speedup": round(direct / wino, 3),
+                           "winograd_ratio_vs_onnxruntime": round(t_ort * 1e3 / wino, 3)})
         ratios["depthwise" if groups > 1 else "resnet"].append(t_ort / t_xw)
         emit(record)
         log(f"{name} {record['shape']}: xweave {record['xweave_ms']} ms, onnxruntime "
-            f"{record['onnxruntime_ms']} ms, ratio {record['ratio_vs_onnxruntime']}")
+            f"{record['onnxruntime_ms']} ms, ratio {record['ratio_vs_onnxruntime']}"
+            + (f"; blocked: direct {record['blocked_direct_ms']} ms, winograd "
+               f"{record['blocked_winograd_ms']} ms" if "blocked_winograd_ms" in record else ""))
     for group, values in ratios.items():
         if values:
             emit({"bench": "conv2d_geomean", "group": group, "threads": args.threads,

@@ -4,6 +4,7 @@
     python bench/model_e2e.py --models resnet18 --threads 1
     python bench/model_e2e.py --models resnet50 --fuse both  # the fusion ablation
     python bench/model_e2e.py --layout nchw                  # every conv in NCHW
+    python bench/model_e2e.py --no-winograd                  # no Winograd convs
 
 One JSON line per (model, threads, fusion setting):
 `{"model", "threads", "fuse", "layout", "xweave_ms", "ort_ms", "ratio", "compile_s", "peak_bytes",
@@ -46,12 +47,15 @@ def ort_session(path, threads: int):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def compile_model(path, fuse: bool, layout: str = "nchwc"):
-    """(module, seconds) for `xweave.build`, with fusion on or off, NCHW or NCHW16c convs."""
+def compile_model(path, fuse: bool, layout: str = "nchwc", winograd: bool = True):
+    """(module, seconds) for `xweave.build`, with fusion on or off, NCHW or NCHW16c convs,
+    with or without the winograd stage."""
     import xweave
 
     options = {} if fuse else {"fuse": False}
     options["layout"] = layout == "nchwc"
+    if not winograd:
+        options["winograd"] = False
     start = time.perf_counter()
     module = xweave.build(path, **options)
     return module, time.perf_counter() - start
@@ -68,7 +72,7 @@ def max_rel_err(got, expected) -> float:
 
 
 def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int,
-                layout: str = "nchwc") -> None:
+                layout: str = "nchwc", winograd: bool = True) -> None:
     import onnx
 
     import models
@@ -80,11 +84,19 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
     compiled = {}
     for fuse in fuse_modes:
         try:
-            compiled[fuse] = compile_model(path, fuse, layout)
+            compiled[fuse] = compile_model(path, fuse, layout, winograd)
         except Exception as e:  # noqa: BLE001 - reported, the other models still run
             emit({"model": name, "fuse": fuse, "error": f"{type(e).__name__}: {e}"})
             log(f"{name} (fuse={'on' if fuse else 'off'}): compilation failed: {type(e).__name__}: {e}")
     for threads in threads_list:
+        # xweave first: once an onnxruntime session has existed in the process, xweave's
+        # 2-thread runs stay slower even after the session is deleted (BERT 49 -> 58-61
+        # ms, SqueezeNet 6.9 -> 7.5-7.8), so timing it second would not be fair.
+        timed = {}
+        for fuse, (module, compile_s) in compiled.items():
+            set_num_threads(module, threads)
+            got = module.run(**feeds)
+            timed[fuse] = got, median_time(lambda: module.run(**feeds), repeat)
         session = ort_session(path, threads)
         expected = session.run(None, feeds)
         ort_s = median_time(lambda: session.run(None, feeds), repeat)
@@ -92,11 +104,10 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
         fused_ms = None
         records = []
         for fuse, (module, compile_s) in compiled.items():
-            set_num_threads(module, threads)
-            got = module.run(**feeds)
-            xw_s = median_time(lambda: module.run(**feeds), repeat)
+            got, xw_s = timed[fuse]
             record = {
                 "model": name, "threads": threads, "fuse": fuse, "layout": layout,
+                "winograd": winograd,
                 "xweave_ms": round(xw_s * 1e3, 3), "ort_ms": round(ort_s * 1e3, 3),
                 "ratio": round(ort_s / xw_s, 3), "compile_s": round(compile_s, 1),
                 "peak_bytes": module.peak_memory_bytes,
@@ -125,6 +136,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per median")
     parser.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
                         help="conv data layout: nchwc (the default build) or nchw (xweave.build(layout=False))")
+    parser.add_argument("--no-winograd", action="store_true",
+                        help="build without the winograd stage (xweave.build(winograd=False))")
     args = parser.parse_args()
     threads_list = [int(t) for t in args.threads.split(",")]
     set_threads(max(threads_list))
@@ -143,7 +156,7 @@ def main() -> None:
             return
     log(f"machine: {machine()}")
     for name in names:
-        bench_model(name, threads_list, fuse_modes, args.repeat, args.layout)
+        bench_model(name, threads_list, fuse_modes, args.repeat, args.layout, not args.no_winograd)
 
 
 if __name__ == "__main__":

@@ -118,6 +118,11 @@ def _cast(op, args):
     return nn.cast(args[0], _dtype(op.results[0].type))
 
 
+def _winograd_input(op, args):
+    p = _props(op)
+    return nn.winograd_input_transform(args[0], p["tile"], p["pads"], _out_shape(op))
+
+
 BUILDERS: dict[str, Builder] = {
     "graph.conv2d": _conv2d,
     "graph.conv2d_nchwc": _conv2d_nchwc,
@@ -148,6 +153,10 @@ BUILDERS: dict[str, Builder] = {
     "graph.tile": lambda op, a: nn.tile(a[0], _props(op)["repeats"]),
     "graph.broadcast_to": lambda op, a: nn.broadcast_to(a[0], _out_shape(op)),
     "graph.gather": lambda op, a: nn.gather(a[0], a[1], _props(op)["axis"], _out_shape(op)),
+    "graph.winograd_input_transform": _winograd_input,
+    "graph.winograd_matmul": lambda op, a: nn.winograd_matmul(a[0], a[1]),
+    "graph.winograd_output_transform": lambda op, a: nn.winograd_output_transform(
+        a[0], _props(op)["tile"], _out_shape(op)),
 }
 for _name, _fn in nn.BINARY.items():
     BUILDERS[f"graph.{_name}"] = (

@@ -44,6 +44,7 @@ from xweave.operators.transform import (  # noqa: F401
     tile,
     transpose,
 )
+from xweave.winograd import sparse_sum, winograd_matrices
 
 NEG_INF = float("-inf")
 
@@ -160,6 +161,81 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out
         return out
     return te.compute(tuple(out_shape), lambda n, o, y, x, b: out[n, o, y, x, b] + bias[o, b],
                       name="bias_add")
+
+
+def _choose(index, options):
+    """options[index] for a te index in [0, len(options)): a balanced tree of
+    selects, decided at compile time once the index is a constant (the transforms'
+    point loops are unrolled: see schedules/winograd.py). Eager selects, so that the
+    options' common terms (loads, row sums) are emitted once."""
+    def pick(lo, hi):
+        if hi - lo == 1:
+            return options[lo]
+        mid = (lo + hi) // 2
+        return te.select(index < mid, pick(lo, mid), pick(mid, hi))
+    return pick(0, len(options))
+
+
+def winograd_input_transform(data: te.Tensor, tile: int, pads, out_shape):
+    """V[b][p][cb][c] = (B^T d B)[b // a][b % a] of tile p (a x a pixels, m = `tile`
+    apart) of the zero-padded data (see graph.winograd_input_transform). Separable and
+    with the constant integer B^T: the row pass (B^T d) and the column pass are short
+    sums whose shared terms LLVM computes once."""
+    a = tile + 2
+    _, _, bt = winograd_matrices(tile)
+    rank5 = len(data.shape) == 5
+    h, w = data.shape[2], data.shape[3]
+    th = -(-(h + pads[0] + pads[2] - 2) // tile)
+    tw = -(-(w + pads[1] + pads[3] - 2) // tile)
+    # pad to exactly the tiles' extent: no guards in the transform
+    extra = (pads[0], pads[1], th * tile + 2 - h - pads[0], tw * tile + 2 - w - pads[1])
+    source = pad(data, extra, trailing=1 if rank5 else 0, name="winograd_pad") if any(extra) else data
+
+    def body(b, p, cb, c):
+        n, ty, tx = p // (th * tw), (p // tw) % th, p % tw
+        u, v = b // a, b % a
+
+        def pixel(i, j):
+            y, x = ty * tile + i, tx * tile + j
+            return source[(n, cb, y, x, c) if rank5 else (n, cb, y, x)]
+
+        rows = [_choose(u, [sparse_sum(bt[r], [pixel(i, j) for i in range(a)]) for r in range(a)])
+                for j in range(a)]  # (B^T d)[u][j]
+        return _choose(v, [sparse_sum(bt[r], rows) for r in range(a)])
+
+    return te.compute(tuple(out_shape), body, name="winograd_input")
+
+
+def winograd_matmul(data: te.Tensor, weight: te.Tensor):
+    """M[b][p][k] = sum over (cb, c) of data[b][p][cb][c] * weight[b][cb][c][k]."""
+    points, tiles, blocks, lanes = data.shape
+    rc = te.reduce_axis(blocks, name="rc")
+    rb = te.reduce_axis(lanes, name="rb")
+    return te.compute((points, tiles, weight.shape[3]),
+                      lambda b, p, k: te.sum(data[b, p, rc, rb] * weight[b, rc, rb, k], axis=[rc, rb]),
+                      name="winograd_matmul")
+
+
+def winograd_output_transform(data: te.Tensor, tile: int, out_shape):
+    """Y at pixel (y, x) of tile p = (A^T M_p A)[y % m][x % m], M_p[u][v] =
+    data[u * a + v][p][k] (see graph.winograd_output_transform); NCHW or NCHW<k>c.
+    Separable with the constant A^T, as the input transform."""
+    a = tile + 2
+    at, _, _ = winograd_matrices(tile)
+    rank5 = len(out_shape) == 5
+    oh, ow = out_shape[2], out_shape[3]
+    th, tw = -(-oh // tile), -(-ow // tile)
+    lanes = out_shape[4] if rank5 else 1
+
+    def body(n, kb, y, x, *c):
+        p = n * (th * tw) + (y // tile) * tw + x // tile
+        k = kb * lanes + c[0] if rank5 else kb
+        columns = [_choose(x % tile, [sparse_sum(at[s], [data[u * a + v, p, k] for v in range(a)])
+                                      for s in range(tile)])
+                   for u in range(a)]  # (M A)[u][x % m]
+        return _choose(y % tile, [sparse_sum(at[r], columns) for r in range(tile)])
+
+    return te.compute(tuple(out_shape), body, name="winograd_output")
 
 
 def conv_transpose2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,

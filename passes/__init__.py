@@ -67,6 +67,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return GraphSimplifyInferencePass
 
+    def graph_winograd():
+        from xweave.passes.graph_winograd import GraphWinogradPass
+
+        return GraphWinogradPass
+
     def loop_cache_write():
         from xweave.passes.loop_cache_write import LoopCacheWritePass
 
@@ -142,6 +147,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return PlanMemoryPass
 
+    def count_kernel_flops():
+        from xweave.passes.profile_kernels import CountKernelFlopsPass
+
+        return CountKernelFlopsPass
+
+    def profile_kernels():
+        from xweave.passes.profile_kernels import ProfileKernelsPass
+
+        return ProfileKernelsPass
+
     def tensorize():
         from xweave.passes.tensorize import TensorizePass
 
@@ -162,6 +177,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-loop-to-llvm": convert_loop_to_llvm,
         "convert-loop-to-vta": convert_loop_to_vta,
         "convert-te-to-loop": convert_te_to_loop,
+        "count-kernel-flops": count_kernel_flops,
         "graph-alter-layout": graph_alter_layout,
         "graph-calibrate": graph_calibrate,
         "graph-cse": graph_cse,
@@ -169,6 +185,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "graph-fuse": graph_fuse,
         "graph-quantize": graph_quantize,
         "graph-simplify-inference": graph_simplify_inference,
+        "graph-winograd": graph_winograd,
         "loop-cache-write": loop_cache_write,
         "loop-compute-at": loop_compute_at,
         "loop-defer-accumulate": loop_defer_accumulate,
@@ -184,6 +201,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-unroll": loop_unroll,
         "loop-vectorize": loop_vectorize,
         "plan-memory": plan_memory,
+        "profile-kernels": profile_kernels,
         "schedule-kernels": schedule_kernels,
         "tensorize": tensorize,
         "virtual-threads": virtual_threads,

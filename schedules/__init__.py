@@ -21,11 +21,15 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.schedules.analysis import KernelInfo, analyse
 from xweave.schedules.templates import TEMPLATES, Template
+from xweave.schedules.winograd import WinogradTransform
+
+SPECIFIC: list[Template] = [WinogradTransform()]
+"""Templates of particular kernels, tried before the general `TEMPLATES`."""
 
 
 def template_for(info: KernelInfo) -> Template:
     """The first template that applies to the kernel (the generic ones come last)."""
-    return next(t for t in TEMPLATES if t.applies(info))
+    return next(t for t in SPECIFIC + TEMPLATES if t.applies(info))
 
 
 def default_schedule(kernel: func.FuncOp) -> list[str]:

@@ -67,6 +67,18 @@ def test_compile_run_roundtrip_with_dump_ir(model_path, tmp_path):
         np.testing.assert_allclose(got["y"], expected, rtol=1e-4, atol=1e-5)
 
 
+def test_no_winograd_leaves_the_stage_out(model_path, tmp_path):
+    dump = tmp_path / "ir"
+    r = run("xweave", "compile", model_path, "-o", tmp_path / "m.xwm", "--no-winograd",
+            "--dump-ir", dump)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in dump.glob("*.mlir"))
+    assert "03-winograd.mlir" in [f"{n}.mlir" for n in dump_names()]
+    assert not any("winograd" in n for n in names) and len(names) == len(dump_names()) - 1
+    r = run("xweave", "run", model_path, "--winograd", "--repeat", "1")
+    assert r.returncode == 0, r.stderr
+
+
 def test_dumped_stages_replay_with_xweave_opt(model_path, tmp_path):
     """xweave-opt reproduces each stage from the one before, as `xweave compile` does."""
     dump = tmp_path / "ir"

@@ -199,6 +199,21 @@ def test_lazy_if_hides_division_by_zero():
     np.testing.assert_allclose(out, [0, 1, 1 / 2, 1 / 3, 1 / 4], rtol=1e-6)
 
 
+def test_select_is_eager_and_shares_terms():
+    """te.select evaluates both sides outside any branch (arith.select, no te.if), so a
+    term used on both sides and elsewhere is emitted once."""
+    x = te.placeholder((6,), name="x")
+    t = te.compute((6,), lambda i: te.select(i < 3, x[i] * 2.0, x[i] * 2.0 + 1.0) + x[i] * 2.0,
+                   name="sel")
+    kernel = te.create_kernel("sel", [x], [t])
+    text = str(kernel)
+    assert "arith.select" in text and "te.if" not in text
+    assert text.count("arith.mulf") == 1 and text.count("te.extract") == 1
+    a = rand(6)
+    (out,) = run(kernel, a)
+    np.testing.assert_allclose(out, np.where(np.arange(6) < 3, 4 * a, 4 * a + 1), rtol=1e-6)
+
+
 def test_math_functions():
     x = te.placeholder((16,), name="x")
     t = te.compute((16,), lambda i: te.sigmoid(x[i]) + te.tanh(x[i]) + te.erf(x[i])

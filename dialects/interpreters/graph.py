@@ -21,6 +21,7 @@ from xdsl.ir import Operation
 from xweave.dialects import graph
 from xweave.dialects.graph import numpy_dtype, window_output_size
 from xweave.layout import transform_array
+from xweave.winograd import winograd_matrices
 
 
 def _result(op: Operation, value: np.ndarray) -> PythonValues:
@@ -309,6 +310,43 @@ class _MoreGraphFunctions(InterpreterFunctions):
             groups,
         )
         return _result(op, transform_array(y, "NCHW", f"NCHW{co}c"))
+
+    @impl(graph.WinogradInputTransformOp)
+    def run_winograd_input_transform(self, interpreter: Interpreter,
+                                     op: graph.WinogradInputTransformOp, args: PythonValues):
+        x, tile, pads = args[0], op.tile.value.data, op.pads.get_values()
+        blocked = x if x.ndim == 5 else x[..., None]
+        n, cb, h, w, blk = blocked.shape
+        th, tw = graph.winograd_tiles(h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2, tile)
+        a = tile + 2
+        padded = np.pad(blocked, ((0, 0), (0, 0), (pads[0], th * tile + 2 - h - pads[0]),
+                                  (pads[1], tw * tile + 2 - w - pads[1]), (0, 0)))
+        windows = sliding_window_view(padded, (a, a), axis=(2, 3))
+        tiles = windows[:, :, ::tile, ::tile][:, :, :th, :tw]  # [n][cb][th][tw][blk][a][a]
+        _, _, bt = winograd_matrices(tile)
+        v = np.einsum("ui,nctwkij,vj->uvntwck", bt, tiles, bt)
+        return _result(op, v.reshape(a * a, n * th * tw, cb, blk))
+
+    @impl(graph.WinogradMatmulOp)
+    def run_winograd_matmul(self, interpreter: Interpreter, op: graph.WinogradMatmulOp,
+                            args: PythonValues):
+        return _result(op, np.einsum("bpcl,bclk->bpk", args[0], args[1]))
+
+    @impl(graph.WinogradOutputTransformOp)
+    def run_winograd_output_transform(self, interpreter: Interpreter,
+                                      op: graph.WinogradOutputTransformOp, args: PythonValues):
+        m, tile = args[0], op.tile.value.data
+        shape = tuple(op.result.type.get_shape())
+        n, _, oh, ow = shape[:4]
+        th, tw = graph.winograd_tiles(oh, ow, tile)
+        a = tile + 2
+        at, _, _ = winograd_matrices(tile)
+        points = m.reshape(a, a, n, th, tw, m.shape[-1])
+        y = np.einsum("ru,uvntwk,sv->nktrws", at, points, at)
+        y = y.reshape(n, m.shape[-1], th * tile, tw * tile)[:, :, :oh, :ow]
+        if len(shape) == 5:
+            y = transform_array(y, "NCHW", f"NCHW{shape[4]}c")
+        return _result(op, y)
 
     @impl(graph.WhereOp)
     def run_where(self, interpreter: Interpreter, op: graph.WhereOp, args: PythonValues):
