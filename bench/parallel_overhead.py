@@ -15,8 +15,8 @@ Prints JSON lines, one object per measurement, and never asserts on time:
   workers spinning instead of sleeping (steals a core from Python).
 
 libgomp reads its wait policy once, when it is loaded, so every policy runs in a fresh
-process (`--child`): `default` is what xweave sets up (`runtime/threads.py`: a short
-`GOMP_SPINCOUNT` unless the user chose a policy), `libgomp` is libgomp's own default
+process (`--child`): `default` is what xweave sets up (`runtime/threads.py`: `GOMP_SPINCOUNT`
+made explicit unless the user chose a policy), `libgomp` is libgomp's own default
 (GOMP_SPINCOUNT=300000), `passive` is OMP_WAIT_POLICY=passive, `active` spins forever.
 Each figure is the median of `--repeat` runs; each run times enough calls to take
 about 20 ms.

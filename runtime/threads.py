@@ -26,14 +26,19 @@ by default (about 5 ms of a core here), unless `OMP_WAIT_POLICY=passive`. Measur
   the other core is busy, a region waits until the spin gives up (the worker cannot
   run while the caller spins): 7 ms for an empty region;
 * `passive`: no burnt CPU, but every region pays a futex wake-up of the workers;
-* a short spin (`DEFAULT_SPINCOUNT`, about 60 µs) keeps back-to-back regions (the
-  kernels of one model call) as cheap as spinning, bounds the cost of a busy machine
-  to the spin, and burns almost nothing after a call.
+* a short spin (1000, about 60 µs) looked as cheap as spinning for back-to-back
+  regions in that benchmark, but not in whole models: on this VM a sleeping worker
+  is slow to wake (its vCPU halts), and ResNet-18 on 2 threads took 26-33 ms with
+  it against 18-22 ms with libgomp's 300,000 (`bench/model_e2e.py`, session 4;
+  onnxruntime spins by default too).
 
 So `configure_openmp` (called when `xweave.runtime.jit` is imported, before libgomp
-is loaded) sets `GOMP_SPINCOUNT` to `DEFAULT_SPINCOUNT`, unless the user set `OMP_WAIT_POLICY` or `GOMP_SPINCOUNT` (the
-variable stays in `os.environ`: child processes inherit it). libgomp reads it once: if
-another library loaded libgomp first (lightgbm does), its setting stays.
+is loaded) sets `GOMP_SPINCOUNT` to `DEFAULT_SPINCOUNT` (libgomp's own default, made
+explicit for child processes), unless the user set `OMP_WAIT_POLICY` or
+`GOMP_SPINCOUNT`: `OMP_WAIT_POLICY=passive` gives the CPU back at once, at a wake-up
+per region. The variable stays in `os.environ`: child processes inherit it. libgomp
+reads it once: if another library loaded libgomp first (lightgbm does), its setting
+stays.
 """
 
 from __future__ import annotations
@@ -48,10 +53,10 @@ NUM_THREADS_GLOBAL = "xweave_num_threads"
 NUM_THREADS_ENV = "XWEAVE_NUM_THREADS"
 """Environment variable giving the default thread count of loaded objects."""
 
-DEFAULT_SPINCOUNT = "1000"
+DEFAULT_SPINCOUNT = "300000"
 """`GOMP_SPINCOUNT` set before libgomp loads (unless the user chose a wait policy): idle
-workers (and the caller at a region's end) spin about 60 µs, enough for back-to-back
-kernels, then sleep."""
+workers (and the caller at a region's end) spin a few ms, across the gaps between the
+kernels of a model call, then sleep."""
 
 
 def available_cores() -> int:
