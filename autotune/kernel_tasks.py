@@ -244,6 +244,9 @@ class ScheduleTask(KernelTask):
         space = Space()
         for name, values in self.knobs.items():
             space.knob(name, [_freeze(v) for v in values])
+        template, info, knobs = self.schedule_template, self.info, self.knobs
+        space.constrain(lambda c: template.valid(
+            info, {name: knobs[name][space[name].index(v)] for name, v in c.items()}))
         return space
 
     def config(self, point: Point) -> dict:

@@ -37,6 +37,15 @@ past it, and blocking only adds passes over the output. Measured (1 thread, rati
 numpy, interleaved, medians): 2048^3 (128 KB panels) 0.79-0.81 blocked against
 0.83-0.87 not (2 threads 0.90-0.95 against 0.97-1.04); 1024x4096x1024 (256 KB) 0.67
 against 0.71; 2048x8192x1024 (512 KB) 0.77 against 0.71."""
+REGISTER_FILE = 16
+"""ymm registers: a register block needing more (accumulators + column vectors + a
+broadcast) spills on every reduction step, and its unrolled tile takes LLVM tens of
+seconds to compile (ResNet-18 14x14 tiles of 10 x 7 x 8: build timeouts at 30 s, 9-15
+GFLOP/s when they build, against 75 for the default)."""
+MAX_UNROLLED_FMAS = 256
+"""Vector FMAs of an unrolled reduction loop (`unroll_reduce`) at most: the register
+block times the unrolled loop's extent (larger bodies took 5-15 s to build and ran no
+faster)."""
 MAX_NARROW_ROWS = 12
 """Rows of an 8-column register block at most, where 16 columns are possible: 13 x 8
 spills (SqueezeNet 13x13 3x3 64->256 on one thread, interleaved: 13 x 8 0.96 ms against
@@ -164,6 +173,11 @@ class Template(ABC):
     @abstractmethod
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]: ...
 
+    def valid(self, info: KernelInfo, config: dict) -> bool:
+        """Whether a configuration is worth building: a tuner never proposes one that
+        is not (its space is constrained by it)."""
+        return True
+
 
 def _epilogue(info: KernelInfo, anchor: Stage) -> tuple[list[Stage], Stage | None]:
     """The injective stages after `anchor` (all but the output are inlined) and the
@@ -249,6 +263,21 @@ class BlockedReduction(Template):
                                   if self._k_blockable(info) else []),
                 "m_block": [0] + ([64, 128, 192, 256, 384, 512]
                                   if self._k_blockable(info) else [])}
+
+    def valid(self, info: KernelInfo, config: dict) -> bool:
+        """The register block fits the register file, and an unrolled reduction
+        loop stays under MAX_UNROLLED_FMAS."""
+        vectors = max(1, config["tile_cols"] // VECTOR)
+        block = config.get("tile_rows_outer", 1) * config["tile_rows"] * vectors
+        if block + vectors + 1 > REGISTER_FILE:
+            return False
+        if config.get("unroll_reduce"):
+            reduce = dict(info.anchor.reduce)
+            loops = self._reduce_loops(info.anchor, config)
+            split = config.get("reduce_split", 1)
+            unrolled = split if split > 1 else reduce[loops[-1]] if loops else 1
+            return block * unrolled <= MAX_UNROLLED_FMAS
+        return True
 
     @staticmethod
     def _k_blockable(info: KernelInfo) -> bool:

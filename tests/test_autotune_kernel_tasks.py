@@ -1,8 +1,10 @@
 """Template-driven tuning tasks: extraction from a model, workload keys, building and
 checking a point, and applying the best records when compiling."""
 
+import itertools
 import json
 import pickle
+import random
 import warnings
 
 import numpy as np
@@ -83,6 +85,30 @@ def test_extract_tasks_dedupes_equal_kernels_and_orders_by_cost(model):
     assert conv.space.size == np.prod([len(v) for v in conv.knobs.values()])
     assert conv.default_point() is not None
     assert conv.config(conv.default_point()) == conv.schedule_template.default_config(conv.info)
+
+
+def test_the_space_excludes_register_blocks_that_cannot_fit_the_registers(tmp_path):
+    from xweave.schedules.templates import REGISTER_FILE, VECTOR
+
+    path = conv_model(tmp_path / "wide.onnx", channels=16, size=14, convs=1)
+    conv = next(t for t in extract_tasks(path) if t.is_reduction)
+    space = conv.space
+    assert space.constraints and space.is_valid(conv.default_point())
+    valid = invalid = 0
+    for point in itertools.islice(itertools.product(*(range(d) for d in space.dims)), 0, None, 7):
+        c = conv.config(point)
+        vectors = max(1, c["tile_cols"] // VECTOR)
+        block = c["tile_rows_outer"] * c["tile_rows"] * vectors
+        fits = block + vectors + 1 <= REGISTER_FILE
+        if not fits:
+            assert not space.is_valid(point)
+            invalid += 1
+        elif not c["unroll_reduce"]:
+            assert space.is_valid(point)
+            valid += 1
+    assert valid and invalid
+    # Samplers only hand out valid points.
+    assert all(space.is_valid(p) for p in space.sample(50, random.Random(0)))
 
 
 def test_workload_key_ignores_the_kernel_name_but_not_the_computation(model, tmp_path):
