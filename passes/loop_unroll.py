@@ -6,7 +6,10 @@ the constants are then folded into the access maps, so every access of the copie
 constant offsets (what LLVM's SROA needs to promote a small local buffer to
 registers). Loops nested in the body are copied with their names; constants still
 used inside them move into them, so nests stay perfect. Extents above
-`max-extent` (default 64) are refused. Guards that became constant are left to
+`max-extent` (default 64) are refused, and so is a loop whose copies would hold more
+than `max-loops` (default 64) loops: unrolling is for the loops of a register tile,
+and a body that still holds a loop nest (a tile placement that did not apply, say)
+multiplies into a function LLVM takes minutes to compile. Guards that became constant are left to
 `loop-simplify`.
 """
 
@@ -54,6 +57,8 @@ class LoopUnrollPass(ModulePass):
     """The name of the loop to unroll."""
     max_extent: int = 64
     """Refuse to unroll loops with more iterations than this."""
+    max_loops: int = 64
+    """Refuse to unroll a loop whose copies would hold more loops than this."""
     kernel: str | None = None
     """Only unroll in this kernel (default: every kernel having the loop)."""
 
@@ -67,6 +72,13 @@ class LoopUnrollPass(ModulePass):
                 raise PassFailedException(
                     f"loop-unroll: loop '{self.loop}' has {for_op.extent} iterations, more "
                     f"than max-extent={self.max_extent}; split it first, or raise max-extent"
+                )
+            nested = sum(1 for o in for_op.body.walk() if isinstance(o, loop.ForOp))
+            if nested * for_op.extent > self.max_loops:
+                raise PassFailedException(
+                    f"loop-unroll: loop '{self.loop}' holds {nested} loop(s): its "
+                    f"{for_op.extent} copies would hold {nested * for_op.extent}, more than "
+                    f"max-loops={self.max_loops}"
                 )
         # Only the copies' accesses change, and only the op holding the loop can gain
         # dead code or movable constants: clean up there, not in the whole kernel (a

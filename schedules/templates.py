@@ -265,12 +265,22 @@ class BlockedReduction(Template):
                                   if self._k_blockable(info) else [])}
 
     def valid(self, info: KernelInfo, config: dict) -> bool:
-        """The register block fits the register file, and an unrolled reduction
-        loop stays under MAX_UNROLLED_FMAS."""
+        """The register block fits the register file, an unrolled reduction loop
+        stays under MAX_UNROLLED_FMAS, and a ragged last row tile can be computed:
+        under an epilogue only whole (on packed rows, `_ragged_rows_ok`), and never
+        inside a block of outer rows (it would be guarded around the block)."""
         vectors = max(1, config["tile_cols"] // VECTOR)
-        block = config.get("tile_rows_outer", 1) * config["tile_rows"] * vectors
+        outer = config.get("tile_rows_outer", 1)
+        block = outer * config["tile_rows"] * vectors
         if block + vectors + 1 > REGISTER_FILE:
             return False
+        anchor = info.anchor
+        if anchor.spatial[self._axes(anchor)[0]][1] % config["tile_rows"]:
+            if outer > 1:
+                return False
+            if _epilogue(info, anchor)[1] is not None and not (
+                    config.get("pack_rows", True) and self._ragged_rows_ok(info)):
+                return False
         if config.get("unroll_reduce"):
             reduce = dict(info.anchor.reduce)
             loops = self._reduce_loops(info.anchor, config)

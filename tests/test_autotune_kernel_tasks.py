@@ -103,7 +103,8 @@ def test_the_space_excludes_register_blocks_that_cannot_fit_the_registers(tmp_pa
         if not fits:
             assert not space.is_valid(point)
             invalid += 1
-        elif not c["unroll_reduce"]:
+        elif not c["unroll_reduce"] and (14 % c["tile_rows"] == 0 or c["tile_rows_outer"] == 1):
+            # (no epilogue: a ragged row tile is fine unless inside a block of outer rows)
             assert space.is_valid(point)
             valid += 1
     assert valid and invalid

@@ -2,6 +2,8 @@
 // RUN: xweave-opt %s -p 'loop-unroll{loop="c.r" kernel=strided}' | filecheck %s --check-prefix=KERNEL
 // RUN: xweave-opt %s -p 'loop-unroll{loop="big" max-extent=6}' | filecheck %s --check-prefix=MAX
 // RUN: not xweave-opt %s -p 'loop-unroll{loop="big" max-extent=5}' 2>&1 | filecheck %s --check-prefix=TOOBIG
+// RUN: xweave-opt %s -p 'loop-unroll{loop="c.r" kernel=strided max-loops=3}' | filecheck %s --check-prefix=KERNEL
+// RUN: not xweave-opt %s -p 'loop-unroll{loop="c.r" kernel=strided max-loops=2}' 2>&1 | filecheck %s --check-prefix=NESTS
 // RUN: not xweave-opt %s -p 'loop-unroll{loop="nope"}' 2>&1 | filecheck %s --check-prefix=MISSING
 
 // loop-unroll{loop=L}: one copy of the body per iteration, the induction variable
@@ -85,4 +87,6 @@ func.func @strided(%a: memref<12xf32>, %out: memref<12xf32>) attributes {xweave.
 // MAX-NEXT:    func.return
 
 // TOOBIG: loop-unroll: loop 'big' has 6 iterations, more than max-extent=5; split it first, or raise max-extent
+// (c.r of @strided holds one loop: its 3 copies hold 3)
+// NESTS: loop-unroll: loop 'c.r' holds 1 loop(s): its 3 copies would hold 3, more than max-loops=2
 // MISSING: loop-unroll: no loop named 'nope' in any kernel
