@@ -32,7 +32,7 @@ import io
 import math
 import re
 import zlib
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -154,17 +154,20 @@ class ScheduleTask(KernelTask):
     """One loop-stage kernel, tuned over its schedule template's knobs.
 
     Build with `ScheduleTask.from_kernel(kernel)`; `args` are the compressed kernel
-    text (`ir`) and the workload key (`key`). `weight` is how many times the model
-    calls the kernel (not part of the workload).
+    text (`ir`), the workload key (`key`) and the arguments the model passes as
+    constants (`constants`: weights, whose packing the model does at compile time, so
+    a candidate receives them packed and is timed without it). `weight` is how many
+    times the model calls the kernel (not part of the workload).
     """
 
-    def __init__(self, ir: str, key: str):
-        super().__init__(ir=ir, key=key)
+    def __init__(self, ir: str, key: str, constants: Sequence[int] = ()):
+        super().__init__(ir=ir, key=key, constants=sorted(constants))
         self.weight = 1
 
     @classmethod
-    def from_kernel(cls, kernel: func.FuncOp, weight: int = 1) -> ScheduleTask:
-        task = cls(_pack(kernel_text(kernel)), kernel_key(kernel))
+    def from_kernel(cls, kernel: func.FuncOp, weight: int = 1,
+                    constants: Sequence[int] = ()) -> ScheduleTask:
+        task = cls(_pack(kernel_text(kernel)), kernel_key(kernel), constants)
         task.weight = weight
         return task
 
@@ -290,6 +293,11 @@ class ScheduleTask(KernelTask):
         if len(cache) > 4096:
             cache.clear()
         cache[point] = applied
+        if self.args.get("constants"):
+            from xweave.passes.loop_fold_packs import receive_packed_arguments
+
+            prepacked = receive_packed_arguments(self.kernel(module), set(self.args["constants"]))
+            self._cache.setdefault("prepacked", {})[point] = prepacked
         return module
 
     # --- building and checking -------------------------------------------------------
@@ -303,6 +311,7 @@ class ScheduleTask(KernelTask):
 
     def build(self, point: Point) -> JitCandidate:
         candidate = super().build(point)
+        candidate.prepacked = self._cache.get("prepacked", {}).get(tuple(point), [])
         candidate.schedule = self.schedule(point)
         # A reordered sum of R products rounds differently: allow ~R ulps of slack.
         candidate.rtol = 1e-3
@@ -359,9 +368,10 @@ class ScheduleTask(KernelTask):
 # ----------------------------------------------------------------------------------
 
 
-def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
+def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
+               winograd: bool = True) -> ModuleOp:
     """The model lowered to the loop stage (unscheduled kernels), as `xweave.build`
-    lowers it."""
+    lowers it (`winograd=False`: as `xweave.build(winograd=False)`)."""
     from xdsl.passes import PassPipeline
 
     from xweave.context import make_context
@@ -370,11 +380,29 @@ def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None) ->
 
     module = _as_graph_module(model, input_shapes)
     ctx = make_context()
-    for stage in llvm_stages():
+    for stage in llvm_stages(winograd=winograd):
         if stage.name == "scheduled":
             break
         PassPipeline(stage.passes).apply(ctx, module)
     return module
+
+
+def constant_arguments(module: ModuleOp) -> dict[str, set[int]]:
+    """Kernel name -> the argument indices every call of it passes a constant for
+    (a `loop.get_global` of a global with a value)."""
+    from xweave.dialects import loop
+
+    valued = {g.sym_name.data for g in module.ops
+              if isinstance(g, loop.GlobalOp) and g.initial_value is not None}
+    found: dict[str, set[int]] = {}
+    for op in module.walk():
+        if isinstance(op, func.CallOp):
+            here = {i for i, v in enumerate(op.arguments)
+                    if isinstance(v.owner, loop.GetGlobalOp)
+                    and v.owner.global_name.root_reference.data in valued}
+            name = op.callee.root_reference.data
+            found[name] = found[name] & here if name in found else here
+    return found
 
 
 def model_kernels(module: ModuleOp) -> list[tuple[func.FuncOp, int]]:
@@ -389,19 +417,20 @@ def model_kernels(module: ModuleOp) -> list[tuple[func.FuncOp, int]]:
 
 
 def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
-                  module: ModuleOp | None = None) -> list[ScheduleTask]:
+                  module: ModuleOp | None = None, winograd: bool = True) -> list[ScheduleTask]:
     """A tuning task for every kernel of `model` whose template has a choice to make.
 
     `model`: an ONNX path or `ModelProto`, a graph-stage `.mlir`, or a graph module
-    (or pass the loop-stage `module`). Kernels with the same workload key are one task
-    (their call counts add up in `weight`). Reductions come first, then by
-    `weight x flops`, most expensive first.
+    (or pass the loop-stage `module`); `winograd=False` keeps 3x3 convs direct.
+    Kernels with the same workload key are one task (their call counts add up in
+    `weight`). Reductions come first, then by `weight x flops`, most expensive first.
     """
     from xweave.schedules import analyse
 
     if module is None:
-        module = loop_stage(model, input_shapes)
+        module = loop_stage(model, input_shapes, winograd)
     tasks: dict[str, ScheduleTask] = {}
+    constants = constant_arguments(module)
     for kernel, calls in model_kernels(module):
         info = analyse(kernel)
         if not info.stages:
@@ -410,7 +439,8 @@ def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
         if key in tasks:
             tasks[key].weight += max(calls, 1)
             continue
-        task = ScheduleTask.from_kernel(kernel, max(calls, 1))
+        task = ScheduleTask.from_kernel(kernel, max(calls, 1),
+                                        constants.get(kernel.sym_name.data, ()))
         if task.space.size > 1:
             tasks[key] = task
     return sorted(tasks.values(), key=lambda t: (not t.is_reduction, -t.weight * t.flops))

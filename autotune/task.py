@@ -125,11 +125,13 @@ class JitCandidate(Candidate):
         self.rtol, self.atol = rtol, atol
         self.arena_bytes = arena_bytes
         """Bytes of the kernel's planned temporaries (`plan-memory`), allocated at setup."""
+        self.prepacked: list[tuple[int, list[tuple[int, int]], list[int]]] = []
+        """(input index, splits, order) of inputs the kernel takes packed (`pack_array`)."""
         self.features = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for k in ("_engine", "_fn", "_arrays", "_ptrs", "_arena", "features"):
+        for k in ("_engine", "_fn", "_arrays", "_ptrs", "_arena", "_originals", "features"):
             state.pop(k, None)
         return state
 
@@ -145,6 +147,12 @@ class JitCandidate(Candidate):
         self._engine = load_object(self.object_bytes, symbols)
         self._fn = self._engine.get_function(self.entry, [ctypes.c_void_p] * len(self.arg_specs))
         inputs = [np.ascontiguousarray(a) for a in self.task.make_inputs(self.seed)]
+        self._originals = [a.copy() for a in inputs]
+        if getattr(self, "prepacked", None):
+            from xweave.passes.loop_pack import pack_array
+
+            for index, splits, order in self.prepacked:
+                inputs[index] = np.ascontiguousarray(pack_array(inputs[index], splits, order))
         specs = self.arg_specs[: self.num_inputs]
         if len(inputs) != len(specs) or any(
             a.shape != s or a.dtype != np.dtype(d) for a, (s, d) in zip(inputs, specs)
@@ -165,7 +173,7 @@ class JitCandidate(Candidate):
         if key not in _REFERENCES:
             _REFERENCES.clear()  # keep one workload's reference at a time
             _REFERENCES[key] = [np.asarray(r) for r in self.task.reference(
-                [a.copy() for a in self._arrays[: self.num_inputs]])]
+                [a.copy() for a in self._originals])]
         for i, (got, want) in enumerate(zip(self.outputs(), _REFERENCES[key])):
             if got.shape != want.shape or not np.allclose(got, want, rtol=self.rtol,
                                                           atol=self.atol):

@@ -58,6 +58,53 @@ def _packing_stage(kernel: func.FuncOp, alloc: loop.AllocOp, arg: SSAValue) -> l
     return nest
 
 
+def pack_spec(alloc: loop.AllocOp) -> tuple[int, list[tuple[int, int]], list[int]]:
+    """(argument index, [(split dim, factor)], order) of a `loop-pack` buffer."""
+    spec = cast(DictionaryAttr, alloc.attributes[PACK_ATTR]).data
+    index = cast(IntegerAttr, spec["argument"]).value.data
+    splits = list(zip(cast(DenseArrayBase, spec["split_dim"]).get_values(),
+                      cast(DenseArrayBase, spec["factor"]).get_values()))
+    return index, splits, list(cast(DenseArrayBase, spec["order"]).get_values())
+
+
+def receive_packed(kernel: func.FuncOp, alloc: loop.AllocOp, nest: loop.ForOp) -> None:
+    """Make `kernel` take the packed buffer of `alloc` in place of the argument its
+    packing stage `nest` copies from; the stage and the buffer are deleted (the
+    callers must now pass the packed array)."""
+    index, _, _ = pack_spec(alloc)
+    arg = kernel.body.block.args[index]
+    packed_type = cast(MemRefType, alloc.memref.type)
+    packed_type = MemRefType(packed_type.get_element_type(), packed_type.get_shape())
+    nest.detach()
+    nest.erase()
+    name = arg.name_hint
+    arg = Rewriter.replace_value_with_new_type(arg, packed_type)
+    arg.name_hint = name
+    alloc.memref.replace_all_uses_with(arg)
+    Rewriter.erase_op(alloc)
+    inputs = [a.type for a in kernel.body.block.args]
+    kernel.function_type = FunctionType.from_lists(inputs, list(kernel.function_type.outputs))
+
+
+def receive_packed_arguments(kernel: func.FuncOp, arguments: set[int]
+                             ) -> list[tuple[int, list[tuple[int, int]], list[int]]]:
+    """`receive_packed` for every packed buffer of one of `arguments` (indices) that
+    is the argument's only use; returns their `pack_spec`s. A tuning candidate of a
+    kernel whose weights the model passes as constants is timed this way: without
+    the per-call packing that `loop-fold-constant-packs` removes from the model."""
+    done = []
+    for alloc in [a for a in kernel.body.block.ops
+                  if isinstance(a, loop.AllocOp) and PACK_ATTR in a.attributes]:
+        spec = pack_spec(alloc)
+        if spec[0] not in arguments:
+            continue
+        nest = _packing_stage(kernel, alloc, kernel.body.block.args[spec[0]])
+        if nest is not None:
+            receive_packed(kernel, alloc, nest)
+            done.append(spec)
+    return done
+
+
 @dataclass(frozen=True)
 class LoopFoldConstantPacksPass(ModulePass):
     """Replace the packing stage of constant kernel arguments by packed constants."""
@@ -78,11 +125,7 @@ class LoopFoldConstantPacksPass(ModulePass):
 
     def _fold(self, module: ModuleOp, kernel: func.FuncOp, alloc: loop.AllocOp,
               calls: list[func.CallOp], globals_: dict[str, loop.GlobalOp]) -> None:
-        spec = cast(DictionaryAttr, alloc.attributes[PACK_ATTR]).data
-        index = cast(IntegerAttr, spec["argument"]).value.data
-        splits = list(zip(cast(DenseArrayBase, spec["split_dim"]).get_values(),
-                          cast(DenseArrayBase, spec["factor"]).get_values()))
-        order = list(cast(DenseArrayBase, spec["order"]).get_values())
+        index, splits, order = pack_spec(alloc)
         arg = kernel.body.block.args[index]
         nest = _packing_stage(kernel, alloc, arg)
         if nest is None or not calls:
@@ -105,16 +148,7 @@ class LoopFoldConstantPacksPass(ModulePass):
             call.operands = [*call.operands[:index], getter.results[0], *call.operands[index + 1:]]
             if not producer.results[0].uses:
                 Rewriter.erase_op(producer)
-        # The kernel now receives the packed buffer.
-        nest.detach()
-        nest.erase()
-        name = arg.name_hint
-        arg = Rewriter.replace_value_with_new_type(arg, packed_type)
-        arg.name_hint = name
-        alloc.memref.replace_all_uses_with(arg)
-        Rewriter.erase_op(alloc)
-        inputs = [a.type for a in kernel.body.block.args]
-        kernel.function_type = FunctionType.from_lists(inputs, list(kernel.function_type.outputs))
+        receive_packed(kernel, alloc, nest)
         self._drop_unused_globals(module, globals_)
 
     @staticmethod
@@ -141,4 +175,5 @@ class LoopFoldConstantPacksPass(ModulePass):
                 del globals_[name]
 
 
-__all__ = ["LoopFoldConstantPacksPass", "global_array"]
+__all__ = ["LoopFoldConstantPacksPass", "global_array", "pack_spec", "receive_packed",
+           "receive_packed_arguments"]

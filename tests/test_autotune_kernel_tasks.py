@@ -24,6 +24,7 @@ from xweave.autotune.kernel_tasks import (
     split_pipeline,
 )
 from xweave.autotune.records import RecordWarning
+from xweave.autotune.task import WrongAnswerError
 from xweave.dialects.interpreters.graph import conv2d as conv2d_reference
 from xweave.layout import transform_array
 from xweave.schedules import apply_steps
@@ -164,6 +165,28 @@ def test_candidates_keep_their_temporaries_in_an_arena_as_built_models_do(model)
     candidate.setup()
     candidate.run()
     candidate.check()
+
+
+def test_candidates_take_constant_weights_packed_as_the_model_does(model):
+    from xweave.passes.loop_pack import pack_array
+
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
+    assert task.args["constants"] == [1]  # the weights; x varies
+    candidate = pickle.loads(pickle.dumps(task.build(task.default_point())))
+    # The model packs the weights at compile time: the candidate gets them packed.
+    ((index, splits, order),) = candidate.prepacked
+    x, w = task.make_inputs(candidate.seed)
+    assert index == 1 and candidate.arg_specs[1][0] == pack_array(w, splits, order).shape
+    assert candidate.arg_specs[0][0] == x.shape
+    assert '"arg1_pack.' not in str(task.loop_ir(task.default_point()))  # no packing stage
+    candidate.setup()
+    candidate.run()
+    candidate.check()  # against the reference on the unpacked inputs
+    # A wrong packing would be caught.
+    candidate._arrays[1][...] = pack_array(w[..., ::-1].copy(), splits, order)
+    candidate.run()
+    with pytest.raises(WrongAnswerError):
+        candidate.check()
 
 
 def test_tiny_kernels_are_checked_with_the_loop_interpreter(tmp_path):
