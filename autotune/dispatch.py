@@ -11,7 +11,9 @@ A tuned build must never be slower than the untuned one. The best of many noisy
 measurements is biased upward (it wins partly by luck), and a kernel timed alone
 sees warmer caches than inside a model; so where the records hold a measurement of
 the default schedule (`"baseline": true`, written by `xweave tune`), a tuned
-schedule replaces it only when measured at least `MIN_GAIN` faster than it.
+schedule replaces it only when measured at least `MIN_GAIN` faster than it; and
+where `xweave tune`'s model check timed the tuned kernel inside the model
+(`records.MODEL_CHECK` lines), only when it was `MIN_GAIN` faster there too.
 """
 
 from __future__ import annotations
@@ -38,12 +40,16 @@ class TunedSchedules:
     """Workload key -> the best record's schedule steps."""
 
     def __init__(self, best: dict[str, dict], source: str = "",
-                 kept_default: dict[str, tuple[float, float]] | None = None):
+                 kept_default: dict[str, tuple[float, float]] | None = None,
+                 slower_in_model: dict[str, tuple[float, float]] | None = None):
         self.best = best
         self.source = source
         self.kept_default = kept_default or {}
         """Workload key -> (best tuned, default) GFLOP/s, for the workloads whose tuned
         schedules were not enough faster than the default to replace it."""
+        self.slower_in_model = slower_in_model or {}
+        """Workload key -> (tuned, default) ms inside the model, for the workloads whose
+        best schedule the model check found not enough faster there."""
         self.applied: dict[str, str] = {}
         """Kernel name -> workload key, for the kernels given a tuned schedule."""
 
@@ -54,6 +60,7 @@ class TunedSchedules:
         from xweave.autotune.records import (
             RecordWarning,
             best_per_workload,
+            load_model_checks,
             load_records,
             same_target,
         )
@@ -95,7 +102,16 @@ class TunedSchedules:
                 kept[key] = (tuned, base)
             if record.get("baseline") or key in kept:
                 del best[key]  # the kernel keeps (today's) default schedule
-        return cls(best, str(path), kept)
+        # Timed alone, a kernel has its operands in cache; in the model they come from
+        # the kernel before (or from memory): the model check has the last word.
+        slower = {}
+        for key, check in load_model_checks(p).items():
+            record = best.get(key)
+            if (record is not None and check["schedule"] == record["schedule"]
+                    and check["tuned_ms"] * (1 + MIN_GAIN) > check["default_ms"]):
+                slower[key] = (check["tuned_ms"], check["default_ms"])
+                del best[key]
+        return cls(best, str(path), kept, slower)
 
     def steps_for(self, kernel: func.FuncOp) -> list[str] | None:
         """The tuned pipeline of `kernel` (one pass spec per step), or None."""

@@ -165,9 +165,16 @@ def _valid(record: Any) -> bool:
     )
 
 
+MODEL_CHECK = "model_check"
+"""The `kind` of a line that is not a measurement but a verdict of `xweave tune`'s
+model check: a tuned kernel's time inside the model against its default schedule's
+(see `tune_model.check_in_model`). `load_records` leaves them out."""
+
+
 def load_records(path: str | os.PathLike) -> list[dict]:
     """Every valid record of a file (a missing file has none); bad lines are skipped
-    with a `RecordWarning` naming their line number."""
+    with a `RecordWarning` naming their line number; model checks are left out
+    (`load_model_checks`)."""
     path = Path(path)
     if not path.exists():
         return []
@@ -183,6 +190,8 @@ def load_records(path: str | os.PathLike) -> list[dict]:
                 warnings.warn(f"{path}:{number}: skipping a corrupt or truncated record "
                               f"({e.msg})", RecordWarning, stacklevel=2)
                 continue
+            if isinstance(record, dict) and record.get("kind") == MODEL_CHECK:
+                continue
             if not _valid(record):
                 warnings.warn(f"{path}:{number}: skipping a line that is not a tuning record",
                               RecordWarning, stacklevel=2)
@@ -190,6 +199,28 @@ def load_records(path: str | os.PathLike) -> list[dict]:
             record["_line"] = number
             records.append(record)
     return records
+
+
+def load_model_checks(path: str | os.PathLike) -> dict[str, dict]:
+    """Workload key -> its latest model check in the file (bad lines are ignored:
+    `load_records` warns about them)."""
+    checks: dict[str, dict] = {}
+    path = Path(path)
+    if not path.exists():
+        return checks
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                record = json.loads(raw.decode("utf-8", errors="replace"))
+            except json.JSONDecodeError:
+                continue
+            if (isinstance(record, dict) and record.get("kind") == MODEL_CHECK
+                    and isinstance(record.get("workload"), str)
+                    and isinstance(record.get("schedule"), str)
+                    and all(isinstance(record.get(k), (int, float))
+                            for k in ("default_ms", "tuned_ms"))):
+                checks[record["workload"]] = record
+    return checks
 
 
 def load_many(sources: str | os.PathLike | Iterable[Any]) -> list[dict]:

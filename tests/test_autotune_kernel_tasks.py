@@ -284,6 +284,54 @@ def test_a_tuned_schedule_must_beat_the_measured_default_by_min_gain(model, tmp_
     assert (schedules.steps_for(kernel) is not None) == applied
 
 
+@pytest.mark.parametrize("tuned_ms, applied", [(0.99, False), (0.95, True)])
+def test_the_model_check_has_the_last_word(model, tmp_path, tuned_ms, applied):
+    from xweave.autotune.records import MODEL_CHECK, load_model_checks
+
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
+    default = {**_record(task, task.default_point(), 10.0), "baseline": True}
+    tuned = _record(task, _other_point(task), 20.0)  # twice as fast alone
+    check = {"kind": MODEL_CHECK, "workload": task.workload_key, "schedule": tuned["schedule"],
+             "tuned_ms": tuned_ms, "default_ms": 1.0}
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (default, tuned, check)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a check line is not a corrupt record
+        assert len(load_records(path)) == 2
+    assert load_model_checks(path)[task.workload_key]["tuned_ms"] == tuned_ms
+    schedules = TunedSchedules.load(path)
+    assert (task.workload_key in schedules.best) == applied
+    assert (task.workload_key in schedules.slower_in_model) != applied
+    # A check of another schedule (the tuner found a better one since) does not count.
+    path.write_text(path.read_text() + json.dumps(_record(task, task.default_point(), 30.0)) + "\n")
+    assert task.workload_key in TunedSchedules.load(path).best
+
+
+def test_check_in_model_times_the_tuned_kernels_inside_the_model(model, tmp_path):
+    from xweave.autotune.records import load_model_checks
+    from xweave.autotune.tune_model import check_in_model
+
+    task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
+    default = {**_record(task, task.default_point(), 10.0), "baseline": True}
+    tuned = _record(task, _other_point(task), 20.0)
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(default) + "\n" + json.dumps(tuned) + "\n")
+    lines = []
+    times = check_in_model(model, path, threads=1, rounds=2, repeat=3, log=lines.append)
+    tuned_ms, default_ms = times[task.workload_key]
+    assert tuned_ms > 0 and default_ms > 0
+    check = load_model_checks(path)[task.workload_key]
+    assert (check["tuned_ms"], check["default_ms"]) == (round(tuned_ms, 6), round(default_ms, 6))
+    assert check["schedule"] == tuned["schedule"]
+    faster = tuned_ms * 1.03 <= default_ms
+    assert (task.workload_key in TunedSchedules.load(path).best) == faster
+    assert "inside the model" in lines[-1]
+    # The measurements are untouched: checking again times the same candidates.
+    assert len(load_records(path)) == 2
+    assert task.workload_key in check_in_model(model, path, threads=1, rounds=1, repeat=1,
+                                               log=lines.append)
+
+
 def test_unusable_records_files_are_clear_errors(model, tmp_path):
     with pytest.raises(TuningRecordsError, match="no such file"):
         xweave.build(model, tuning_records=tmp_path / "missing.jsonl")
