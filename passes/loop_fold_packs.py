@@ -47,12 +47,26 @@ def global_array(op: loop.GlobalOp) -> np.ndarray:
 
 
 def _packing_stage(kernel: func.FuncOp, alloc: loop.AllocOp, arg: SSAValue) -> loop.ForOp | None:
-    """The top-level nest copying `arg` into `alloc`, if it is `arg`'s only user."""
-    nests = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)
-             and any(isinstance(o, loop.StoreOp) and o.memref is alloc.memref for o in op.walk())]
+    """The nest copying `arg` into `alloc`, if it is `arg`'s only user: a top-level
+    nest, or one placed inside a consumer's loop (a panel packed right before its
+    use, `loop-compute-at`); the nest is the outermost loop of the storing stage."""
+    nests = set()
+    for use in alloc.memref.uses:
+        if not isinstance(use.operation, loop.StoreOp):
+            continue
+        nest = use.operation.parent_op()
+        while nest is not None and not isinstance(nest, loop.ForOp):
+            nest = nest.parent_op()
+        if nest is None or nest.name_str is None:
+            return None
+        stage = nest.name_str.split(".", 1)[0]
+        while (isinstance(nest.parent_op(), loop.ForOp) and nest.parent_op().name_str
+               and nest.parent_op().name_str.split(".", 1)[0] == stage):
+            nest = nest.parent_op()
+        nests.add(nest)
     if len(nests) != 1:
         return None
-    nest = nests[0]
+    nest = nests.pop()
     if any(not nest.is_ancestor(use.operation) for use in arg.uses):
         return None
     return nest

@@ -1,9 +1,11 @@
 // RUN: xweave-opt %s -p 'loop-pack{buffer=1 split_dim=0 factor=2},loop-fold-constant-packs' | filecheck %s
 // RUN: xweave-opt %s -p 'loop-pack{buffer=0 split_dim=1 factor=2},loop-fold-constant-packs' | filecheck %s --check-prefix=NOT-CONSTANT
+// RUN: xweave-opt %s -p 'loop-pack{buffer=1 split_dim=0 factor=2},loop-compute-at{stage="w_pack" at="dense.i"},loop-fold-constant-packs' | filecheck %s
 
 // One kernel called with two constant weights: each call site gets its own packed
 // global, the kernel takes the packed layout and loses its packing stage; the old
-// globals go. Packing %x (an input, not a constant) is left to run time.
+// globals go, also when the packing stage was placed inside a consumer's loop
+// (loop-compute-at). Packing %x (an input, not a constant) is left to run time.
 
 builtin.module {
   loop.global @w1 : memref<3x2xf32> = dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
