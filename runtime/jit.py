@@ -39,6 +39,7 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import re
 import struct
 import threading
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,7 @@ from xdsl.rewriter import Rewriter
 
 from xweave.errors import XweaveError
 from xweave.lowering.llvm_params import PARAM_PREFIX
+from xweave.lowering.loop_to_llvm import NO_LLVM_UNROLL
 from xweave.runtime.threads import (
     NUM_THREADS_GLOBAL,
     configure_openmp,
@@ -189,7 +191,7 @@ def compile_llvm(module: ModuleOp | str) -> CompiledObject:
 
             module = parse_module(module)
         ir_module, param_names = _to_llvm_ir(module, tm)
-        text = str(ir_module)
+        text = _with_loop_ids(str(ir_module))
     try:
         mod = llvm_binding.parse_assembly(text)
         mod.triple = tm.triple
@@ -311,7 +313,32 @@ def _convert_module(ops: Sequence[Operation], tm: llvm_binding.TargetMachine) ->
                 convert_op(inner, builder, val_map, block_map)
                 if isinstance(inner, llvm.AllocaOp):
                     val_map[inner.results[0]].type = llvm_ir.PointerType()
+                if NO_LLVM_UNROLL in inner.attributes:
+                    _mark_no_unroll(ir_module, block_map[block].terminator)
     return ir_module
+
+
+_LOOP_ID = "xweave.loop."
+_UNROLL_DISABLE = "llvm.loop.unroll.disable"
+
+
+def _mark_no_unroll(ir_module: llvm_ir.Module, branch: llvm_ir.Instruction) -> None:
+    """Give a loop's back edge `!llvm.loop` metadata saying "do not unroll".
+
+    A loop ID must be a distinct node whose first operand is itself, which llvmlite
+    cannot build: the branch gets a placeholder node, made a loop ID by
+    `_with_loop_ids` on the module's text."""
+    n = len(ir_module.metadata)  # unique per module
+    disable = ir_module.add_metadata([llvm_ir.MetaDataString(ir_module, _UNROLL_DISABLE)])
+    placeholder = ir_module.add_metadata(
+        [llvm_ir.MetaDataString(ir_module, f"{_LOOP_ID}{n}"), disable])
+    branch.set_metadata("llvm.loop", placeholder)
+
+
+def _with_loop_ids(text: str) -> str:
+    """`!5 = !{ !"xweave.loop.0", !4 }` -> `!5 = distinct !{ !5, !4 }` (see `_mark_no_unroll`)."""
+    return re.sub(rf'^(!\d+) = !{{ ?!"{re.escape(_LOOP_ID)}\d+", (!\d+) ?}}$',
+                  r"\1 = distinct !{ \1, \2 }", text, flags=re.MULTILINE)
 
 
 def _uses_params(op: llvm.FuncOp, params: Mapping[str, object]) -> bool:

@@ -278,3 +278,61 @@ func.func @k(%x: memref<64xf32>) attributes {xweave.kernel} {
         x = np.arange(64, dtype=np.float32)
         engine.get_function("k")(x)
         np.testing.assert_array_equal(x, 2 * np.arange(64, dtype=np.float32))
+
+
+def _register_block_kernel(rows: int) -> str:
+    """@k(X: 64 x rows, W: 64 x 8, Y: rows x 8): Y = X^T W, one loop over k whose
+    body is a register block of `rows` vector FMAs."""
+    body = []
+    for r in range(rows):
+        body.append(f"""
+    %x{r} = loop.load %X[%k, {r}] : memref<64x{rows}xf32>
+    %b{r} = vector.broadcast %x{r} : f32 to vector<8xf32>
+    %a{r} = loop.load %acc[{r}, 0] : memref<{rows}x8xf32, #loop.scope<local>> -> vector<8xf32>
+    %f{r} = vector.fma %b{r}, %w, %a{r} : vector<8xf32>
+    loop.store %f{r}, %acc[{r}, 0] : memref<{rows}x8xf32, #loop.scope<local>>, vector<8xf32>""")
+    init = "".join(f"""
+  loop.store %zero, %acc[{r}, 0] : memref<{rows}x8xf32, #loop.scope<local>>, vector<8xf32>"""
+                   for r in range(rows))
+    out = "".join(f"""
+  %o{r} = loop.load %acc[{r}, 0] : memref<{rows}x8xf32, #loop.scope<local>> -> vector<8xf32>
+  loop.store %o{r}, %Y[{r}, 0] : memref<{rows}x8xf32>, vector<8xf32>""" for r in range(rows))
+    return f"""
+func.func @k(%X: memref<64x{rows}xf32>, %W: memref<64x8xf32>, %Y: memref<{rows}x8xf32>) attributes {{xweave.kernel}} {{
+  %acc = loop.alloc : memref<{rows}x8xf32, #loop.scope<local>>
+  %z = arith.constant 0.0 : f32
+  %zero = vector.broadcast %z : f32 to vector<8xf32>{init}
+  loop.for %k = 0 to 64 {{
+    %w = loop.load %W[%k, 0] : memref<64x8xf32> -> vector<8xf32>{"".join(body)}
+  }}{out}
+  func.return
+}}
+"""
+
+
+def test_register_block_step_is_not_unrolled_by_llvm():
+    """A loop of 13 accumulating FMAs keeps them in registers: LLVM is told not to
+    unroll it (`!llvm.loop` with unroll.disable on a distinct self-referencing ID),
+    so the optimized loop holds the 13 FMAs once; the result is unchanged."""
+    module, _ = lower(_register_block_kernel(13))
+    compiled = compile_llvm(module)
+    ir = compiled.llvm_ir
+    loop_id = re.search(r"!llvm\.loop (!\d+)", ir)
+    assert loop_id, "the register-block loop lost its metadata"
+    node = re.search(rf"^{loop_id.group(1)} = distinct !\{{{loop_id.group(1)}, (!\d+)\}}", ir,
+                     re.MULTILINE)
+    assert node and f'{node.group(1)} = !{{!"llvm.loop.unroll.disable"}}' in ir
+    assert len(re.findall(r"call [^\n]*@llvm\.fma\.v8f32", ir)) == 13
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 13), dtype=np.float32)
+    w = rng.standard_normal((64, 8), dtype=np.float32)
+    y = np.zeros((13, 8), dtype=np.float32)
+    compiled.load().get_function("k")(x, w, y)
+    np.testing.assert_allclose(y, x.T @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_smaller_register_block_keeps_llvm_unrolling():
+    module, _ = lower(_register_block_kernel(12))
+    ir = compile_llvm(module).llvm_ir
+    assert "llvm.loop.unroll.disable" not in ir
+    assert len(re.findall(r"call [^\n]*@llvm\.fma\.v8f32", ir)) > 12  # LLVM unrolled it
