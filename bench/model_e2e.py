@@ -9,7 +9,8 @@
 One JSON line per (model, threads, fusion setting):
 `{"model", "threads", "fuse", "layout", "xweave_ms", "ort_ms", "ratio", "compile_s", "peak_bytes",
 "max_rel_err"}`. `ratio` is xweave's speed relative to onnxruntime (ort_ms /
-xweave_ms: above 1, xweave is faster); times are medians of `--repeat` runs. With
+xweave_ms: above 1, xweave is faster); times are medians over `--rounds` alternating
+rounds (xweave, then onnxruntime) of the median of `--repeat` runs each. With
 `--fuse both`, the fused record also carries `fusion_speedup` (unfused ms / fused ms).
 A model that fails to compile gets a record with `error` (the exception) instead.
 
@@ -25,9 +26,14 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import statistics
 import time
 
 from common import emit, log, machine, median_time, set_threads
+
+
+PAUSE_S = 0.02
+"""Seconds between timing rounds: libgomp's and onnxruntime's idle threads stop spinning."""
 
 
 def fuse_supported() -> bool:
@@ -72,7 +78,7 @@ def max_rel_err(got, expected) -> float:
 
 
 def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int,
-                layout: str = "nchwc", winograd: bool = True) -> None:
+                layout: str = "nchwc", winograd: bool = True, rounds: int = 7) -> None:
     import onnx
 
     import models
@@ -89,18 +95,28 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
             emit({"model": name, "fuse": fuse, "error": f"{type(e).__name__}: {e}"})
             log(f"{name} (fuse={'on' if fuse else 'off'}): compilation failed: {type(e).__name__}: {e}")
     for threads in threads_list:
-        # xweave first: once an onnxruntime session has existed in the process, xweave's
-        # 2-thread runs stay slower even after the session is deleted (BERT 49 -> 58-61
-        # ms, SqueezeNet 6.9 -> 7.5-7.8), so timing it second would not be fair.
-        timed = {}
-        for fuse, (module, compile_s) in compiled.items():
-            set_num_threads(module, threads)
-            got = module.run(**feeds)
-            timed[fuse] = got, median_time(lambda: module.run(**feeds), repeat)
+        # Alternating rounds (xweave, then onnxruntime, a pause after each so that idle
+        # threads stop spinning), medians over the rounds: this VM's speed changes by
+        # up to 60% at 2 threads between and within processes, and rounds spread those
+        # changes over both (one timing after the other gave SqueezeNet 0.54-0.80x;
+        # alternating, 0.80-0.85x in three processes).
         session = ort_session(path, threads)
         expected = session.run(None, feeds)
-        ort_s = median_time(lambda: session.run(None, feeds), repeat)
+        samples: dict = {fuse: [] for fuse in compiled}
+        ort_samples = []
+        got = {}
+        for fuse, (module, _) in compiled.items():
+            set_num_threads(module, threads)
+            got[fuse] = module.run(**feeds)
+        for _ in range(rounds):
+            for fuse, (module, _) in compiled.items():
+                samples[fuse].append(median_time(lambda: module.run(**feeds), repeat))
+                time.sleep(PAUSE_S)
+            ort_samples.append(median_time(lambda: session.run(None, feeds), repeat))
+            time.sleep(PAUSE_S)
         del session
+        ort_s = statistics.median(ort_samples)
+        timed = {fuse: (got[fuse], statistics.median(samples[fuse])) for fuse in compiled}
         fused_ms = None
         records = []
         for fuse, (module, compile_s) in compiled.items():
@@ -133,7 +149,9 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     parser.add_argument("--fuse", choices=("on", "off", "both"), default="on",
                         help="operator fusion: on (default), off, or both (the ablation)")
-    parser.add_argument("--repeat", type=int, default=7, help="timed runs per median")
+    parser.add_argument("--repeat", type=int, default=7, help="timed runs per round (a median)")
+    parser.add_argument("--rounds", type=int, default=7,
+                        help="alternating rounds of xweave and onnxruntime (medians over them)")
     parser.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
                         help="conv data layout: nchwc (the default build) or nchw (xweave.build(layout=False))")
     parser.add_argument("--no-winograd", action="store_true",
@@ -156,7 +174,8 @@ def main() -> None:
             return
     log(f"machine: {machine()}")
     for name in names:
-        bench_model(name, threads_list, fuse_modes, args.repeat, args.layout, not args.no_winograd)
+        bench_model(name, threads_list, fuse_modes, args.repeat, args.layout, not args.no_winograd,
+                    args.rounds)
 
 
 if __name__ == "__main__":
