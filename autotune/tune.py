@@ -248,7 +248,7 @@ def tune(
         warnings.warn(f"{records_path}: {skipped} record(s) of {key} do not fit the current "
                       "search space and were ignored", RuntimeWarning, stacklevel=2)
     t0 = time.perf_counter()
-    if prior_points:
+    if prior_points and len(prior_points) < trials:  # (a finished run needs no model)
         tuner.update(prior_points, prior_gflops)
     timing["tuner"] += time.perf_counter() - t0
 

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from xweave.autotune import (
+    RandomTuner,
     RecordWarning,
     RecordWriter,
     best_per_workload,
@@ -89,6 +90,22 @@ def test_resume_never_remeasures(tmp_path):
     assert second.best_gflops >= first.best_gflops
     done = tune(task, tuner="random", trials=50, records_path=path, progress=False)
     assert done.trials == 0 and done.resumed == 50
+    assert done.best_gflops == second.best_gflops and len(done.curve) == 50
+
+
+def test_resuming_a_finished_run_fits_no_model(tmp_path):
+    """A run whose records already hold the budget returns without training the
+    tuner (an lgbm tuner would featurize every recorded point first)."""
+    task = make_task("synthetic_smooth", seed=3)
+    path = tmp_path / "log.jsonl"
+    tune(task, tuner="random", trials=20, seed=0, records_path=path, progress=False)
+
+    class NoModel(RandomTuner):
+        def update(self, points, results):
+            raise AssertionError("a finished run updated its tuner")
+
+    done = tune(task, tuner=NoModel(task), trials=20, records_path=path, progress=False)
+    assert done.trials == 0 and done.resumed == 20 and done.best_gflops > 0
 
 
 KILL_SCRIPT = textwrap.dedent("""
