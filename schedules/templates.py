@@ -98,13 +98,6 @@ def worth_parallel(info: KernelInfo) -> bool:
     return sum(stage.work for stage in info.stages) >= PARALLEL_MIN_WORK
 
 
-CACHE_LINE = 64
-"""Bytes of a cache line."""
-
-SHARED_LINES_SERIAL = False
-"""Column panels that split a cache line of the output run one after the other, the
-loops inside them in parallel (off: not yet measured on a quiet machine)."""
-
 BALANCED_EXTENT = 32
 """A parallel loop of fewer iterations than this, an odd number of them, leaves a thread
 idle at its end (9 iterations on 2 threads: 5 and 4, a tenth of the kernel lost); it is
@@ -465,14 +458,7 @@ class BlockedReduction(Template):
             extent = dict(tiled.spatial)
             for d, size in zip(block, sizes):
                 extent[f"{names[d]}.outer"] = -(-extent[names[d]] // size)
-            loops = tile_loops
-            if (SHARED_LINES_SERIAL and v == len(names) - 1 and extent[tile_loops[0]] > 1
-                    and extent[names[v]] * 4 <= CACHE_LINE
-                    and any(extent[n] > 1 for n in tile_loops[1:])):
-                # The column panels split each output cache line (NCHW16c, 8-lane
-                # panels): threads taking panels would write the same lines.
-                loops = tile_loops[1:]
-            steps += parallel_steps(k, loops, [extent[n] for n in loops])
+            steps += parallel_steps(k, tile_loops, [extent[n] for n in tile_loops])
         # Stages left outside the register-blocked nest (padding, ...) run in parallel too.
         done = {anchor.name, *(s.name for s in inlined)} | ({output.name} if output else set())
         for stage in info.stages:
