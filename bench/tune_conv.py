@@ -7,7 +7,9 @@ Each layer is one ONNX Conv node (`conv2d.conv_model`); its kernel is the tuning
 (`autotune.kernel_tasks.extract_tasks`). Every (layer, tuner, seed) appends to its own
 records file in `--out-dir` and resumes from it, so an interrupted run continues. Per
 layer (one JSON line): the default schedule's GFLOP/s, onnxruntime's, and per tuner
-the best GFLOP/s found, the trials needed to reach 95% of the best any tuner found,
+the best GFLOP/s found (and re-timed: every run's best point is timed again in
+`--remeasure` rounds, and the best of those medians is "the best any tuner found"),
+the trials needed to reach 95% of that,
 and the time per trial split into build / measure / tuner. A final line gives the
 geometric-mean ratio of the best tuned layers to onnxruntime; `curves.png` in
 `--out-dir` draws best-so-far GFLOP/s against trials per tuner.
@@ -28,6 +30,22 @@ from conv2d import RESNET18, conv_model
 def first_reaching(curve: list[float], target: float) -> int | None:
     """1-based trial at which a best-so-far curve reaches `target` (None: never)."""
     return next((i + 1 for i, v in enumerate(curve) if v >= target), None)
+
+
+def remeasure_bests(task, runs: dict, builder, runner, rounds: int) -> dict:
+    """(tuner, seed) -> median GFLOP/s of that run's best point re-timed in `rounds`
+    rounds (all runs' best points timed together in each round)."""
+    from xweave.autotune import measure_points
+
+    keys = [k for k, r in runs.items() if r.best_point is not None]
+    if not keys or rounds < 1:
+        return {}
+    points = list(dict.fromkeys(runs[k].best_point for k in keys))
+    samples: dict = {p: [] for p in points}
+    for _ in range(rounds):
+        for p, result in zip(points, measure_points(task, points, builder, runner)):
+            samples[p].append(result.gflops if result.ok else 0.0)
+    return {k: statistics.median(samples[runs[k].best_point]) for k in keys}
 
 
 def onnxruntime_seconds(model, cin: int, size: int, threads: int) -> float:
@@ -52,6 +70,9 @@ def main() -> None:
     parser.add_argument("--builders", type=int, default=None,
                         help="build processes (default: one per core)")
     parser.add_argument("--out-dir", default="bench/out/tune_conv")
+    parser.add_argument("--remeasure", type=int, default=3,
+                        help="rounds re-timing every run's best point; the 95%% mark comes "
+                             "from those medians (0: from the timings found while tuning)")
     args = parser.parse_args()
     set_threads(args.threads)
 
@@ -90,6 +111,11 @@ def main() -> None:
                         for part in per_trial:
                             per_trial[part].append(result.timing.get(part, 0.0) / result.trials)
             best_any = max(r.best_gflops for r in runs.values())
+            remeasured = remeasure_bests(task, runs, builder, runner, args.remeasure)
+            if remeasured:
+                # The 95% mark from the re-timed best points: a single lucky timing
+                # (+2-3% here) would otherwise set a mark no other run can reach.
+                best_any = max(remeasured.values())
             record = {
                 "bench": "tune_conv", "layer": name, "threads": args.threads,
                 "shape": f"{size}x{size} {cin}->{cout} k{k} s{stride} p{pad}",
@@ -106,6 +132,8 @@ def main() -> None:
                 record[tuner] = {
                     "best_gflops": round(max(r.best_gflops for r in mine), 2),
                     "mean_best_gflops": round(statistics.mean(r.best_gflops for r in mine), 2),
+                    "remeasured_best_gflops": [round(remeasured[(tuner, s)], 2)
+                                               for s in seeds if (tuner, s) in remeasured],
                     "trials_to_95pct": reach,
                     "errors": sum(v for r in mine for e, v in r.errors.items() if e),
                     "ms_per_trial": {
