@@ -457,7 +457,7 @@ class GetGlobalOp(IRDLOperation):
 
 
 def _verify_access(
-    op: LoadOp | StoreOp, memref_type: MemRefType, access_type: Attribute, what: str
+    op: LoadOp | StoreOp | PrefetchOp, memref_type: MemRefType, access_type: Attribute, what: str
 ) -> None:
     """The checks shared by loads and stores; `what` names the accessed value."""
     affine_map = op.map.data
@@ -623,6 +623,59 @@ class StoreOp(IRDLOperation):
         return op
 
 
+@irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """`loop.prefetch write %A[%i, %j] : memref<…>`: a hint that the cache line holding
+    the element will soon be read (or, with `write`, written); no effect on values.
+
+    Lowered to `llvm.prefetch` (into all cache levels). `loop-prefetch` puts these in
+    front of a register tile's reduction for the lines its write-back touches.
+    """
+
+    name = "loop.prefetch"
+
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    """The map's operands: its dimensions, then its symbols."""
+    map = prop_def(AffineMapAttr)
+    """From the index operands to one index per memref dimension."""
+    write = opt_prop_def(UnitAttr)
+    """The line will be written (fetched for ownership)."""
+
+    def __init__(
+        self,
+        memref: SSAValue | Operation,
+        indices: Sequence[SSAValue | Operation],
+        map: AffineMap | AffineMapAttr | None = None,
+        write: bool = False,
+    ):
+        memref = SSAValue.get(memref)
+        properties: dict[str, Attribute] = {"map": _identity_map(memref, map)}
+        if write:
+            properties["write"] = UnitAttr()
+        super().__init__(operands=[memref, indices], properties=properties)
+
+    @property
+    def is_write(self) -> bool:
+        return self.write is not None
+
+    def verify_(self) -> None:
+        element_type = cast(MemRefType, self.memref.type).get_element_type()
+        _verify_access(self, cast(MemRefType, self.memref.type), element_type, "element")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" write " if self.is_write else " ")
+        _print_access(printer, self)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PrefetchOp:
+        write = parser.parse_optional_keyword("write") is not None
+        memref, map, indices, attributes = _parse_access(parser)
+        op = cls(memref, indices, map, write)
+        op.attributes |= attributes
+        return op
+
+
 # ----------------------------------------------------------------------------------
 # Custom syntax of buffer accesses: `%A[%i * 2 + %k - 1, %j] {attrs} : memref<...>`
 # ----------------------------------------------------------------------------------
@@ -647,7 +700,7 @@ def _parse_access(
     return parser.resolve_operand(memref, memref_type), affine_map, indices, attributes
 
 
-def _print_access(printer: Printer, op: LoadOp | StoreOp) -> None:
+def _print_access(printer: Printer, op: LoadOp | StoreOp | PrefetchOp) -> None:
     affine_map = op.map.data
     printer.print_ssa_value(op.memref)
     with printer.in_square_brackets():
@@ -1020,7 +1073,7 @@ class DepPopOp(_DepOp):
 
 Loop = Dialect(
     "loop",
-    [ForOp, YieldOp, AllocOp, GlobalOp, GetGlobalOp, LoadOp, StoreOp, ViewOp,
+    [ForOp, YieldOp, AllocOp, GlobalOp, GetGlobalOp, LoadOp, StoreOp, PrefetchOp, ViewOp,
      IntrinsicOp, DepPushOp, DepPopOp],
     [ForKindAttr, ScopeAttr],
 )

@@ -63,6 +63,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     VectorType,
     i8,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -388,6 +389,7 @@ class FunctionLowering(FunctionBuilder):
             loop.ViewOp: self.lower_view,
             loop.LoadOp: self.lower_load,
             loop.StoreOp: self.lower_store,
+            loop.PrefetchOp: self.lower_prefetch,
             memref.LoadOp: self.lower_load,
             memref.StoreOp: self.lower_store,
             vector.LoadOp: self.lower_load,
@@ -631,6 +633,13 @@ class FunctionLowering(FunctionBuilder):
         align = self.access_alignment(base, indices, amap, t)
         self.map(op.results[0], self.emit1(llvm.LoadOp(ptr, t, alignment=align)))
 
+    def lower_prefetch(self, op: loop.PrefetchOp) -> None:
+        base, indices, amap = _access_parts(op)
+        ptr = self.address(base, indices, amap)
+        # (address, write, locality 3 = keep in all levels, data cache)
+        args = [ptr, self.const(int(op.is_write), i32), self.const(3, i32), self.const(1, i32)]
+        self.emit(llvm.CallIntrinsicOp("llvm.prefetch.p0", args, []))
+
     def lower_store(self, op: Operation) -> None:
         base, indices, amap = _access_parts(op)
         value = self.get(op.operands[0])
@@ -872,7 +881,7 @@ def _expr_alignment(
 
 def _access_parts(op: Operation) -> tuple[SSAValue, Sequence[SSAValue], AffineMap | None]:
     """(memref, index operands, affine map or None for plain indices) of a load/store."""
-    if isinstance(op, loop.LoadOp | loop.StoreOp):
+    if isinstance(op, loop.LoadOp | loop.StoreOp | loop.PrefetchOp):
         return op.memref, op.indices, op.map.data
     if isinstance(op, memref.LoadOp | memref.StoreOp):
         return op.memref, op.indices, None

@@ -112,6 +112,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopParallelPass
 
+    def loop_prefetch():
+        from xweave.passes.loop_prefetch import LoopPrefetchPass
+
+        return LoopPrefetchPass
+
     def loop_reorder():
         from xweave.passes.loop_reorder import LoopReorderPass
 
@@ -194,6 +199,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-inline": loop_inline,
         "loop-pack": loop_pack,
         "loop-parallel": loop_parallel,
+        "loop-prefetch": loop_prefetch,
         "loop-reorder": loop_reorder,
         "loop-simplify": loop_simplify,
         "loop-split": loop_split,

@@ -378,7 +378,7 @@ def remove_trivial_loops(root: Operation) -> bool:
     return bool(trivial)
 
 
-def simplify_access_map(op: loop.LoadOp | loop.StoreOp) -> bool:
+def simplify_access_map(op: loop.LoadOp | loop.StoreOp | loop.PrefetchOp) -> bool:
     """Simplify `op`'s map over the ranges of its index operands; drop unused operands."""
     amap = op.map.data
     indices = list(op.indices)
@@ -545,7 +545,7 @@ def simplify_function(function: func.FuncOp, max_rounds: int = 10) -> None:
     for _ in range(max_rounds):
         changed = remove_trivial_loops(function)
         for op in list(function.walk()):
-            if isinstance(op, loop.LoadOp | loop.StoreOp):
+            if isinstance(op, loop.LoadOp | loop.StoreOp | loop.PrefetchOp):
                 changed |= fold_access_map(op)
                 changed |= simplify_access_map(op)
         changed |= simplify_conditions(function)

@@ -138,7 +138,7 @@ def materialize(expr: AffineExpr, operands: list[SSAValue]) -> tuple[list[Operat
     return ops, emit(expr)
 
 
-def fold_access_map(op: loop.LoadOp | loop.StoreOp) -> bool:
+def fold_access_map(op: loop.LoadOp | loop.StoreOp | loop.PrefetchOp) -> bool:
     """Rewrite `op`'s map over the enclosing loop variables when its index operands are
     affine in them. Returns True if the op changed."""
     ivs = [f.induction_var for f in enclosing_loops(op)]
@@ -175,7 +175,7 @@ def fold_access_maps(root: Operation, erase_dead: bool = True) -> None:
     """Fold index arithmetic into every access map under `root` (itself included),
     then drop dead ops (unless `erase_dead` is False)."""
     for op in list(root.walk()):
-        if isinstance(op, (loop.LoadOp, loop.StoreOp)):
+        if isinstance(op, (loop.LoadOp, loop.StoreOp, loop.PrefetchOp)):
             fold_access_map(op)
     if erase_dead:
         erase_dead_ops(root)

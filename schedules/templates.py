@@ -417,10 +417,13 @@ class BlockedReduction(Template):
         if blocks is not None:
             return steps + self._blocked_pipeline(info, config, blocks)
         split = config.get("reduce_split", 1)
+        reduce_extent = dict(anchor.reduce)
         if split > 1 and reduce_loops:
             steps.append(step("loop-split", k, loop=reduce_loops[0], factor=split))
-            reduce_loops = [f"{reduce_loops[0]}.outer", *reduce_loops[1:],
-                            f"{reduce_loops[0]}.inner"]
+            first = reduce_loops[0]
+            reduce_extent |= {f"{first}.outer": -(-reduce_extent[first] // split),
+                              f"{first}.inner": split}
+            reduce_loops = [f"{first}.outer", *reduce_loops[1:], f"{first}.inner"]
         tile_inner = [f"{names[d]}.inner" for d in block]
         reduce = reduce_loops if output is None else []
         # Column panels outermost: one panel of the packed operand (weights) stays in
@@ -465,6 +468,13 @@ class BlockedReduction(Template):
             if stage.name not in done:
                 steps += _outer_parallel_inner_vector(k, stage, {"vectorize": True, "parallel": config["parallel"]})
         steps.append(step("loop-simplify", k))
+        # The epilogue's operand lines arrive while the reduction runs: in front of the
+        # outermost reduction loop that is left (after simplify, which removes loops of
+        # one iteration and leaves the write-back as straight-line code).
+        unrolled = reduce_loops[-1:] if config.get("unroll_reduce") else []
+        kept = [n for n in reduce_loops if reduce_extent[n] > 1 and n not in unrolled]
+        if kept:
+            steps.append(step("loop-prefetch", k, loop=kept[0]))
         return steps
 
 

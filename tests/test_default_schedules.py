@@ -344,3 +344,30 @@ def test_odd_channel_panels_run_as_one_balanced_parallel_loop(tmp_path):
     text = check_conv(tmp_path, (14, 8, 24, 3, 1, 1, 1))
     loops = [line for line in text.splitlines() if "parallel" in line and "loop.for" in line]
     assert any(".balanced" in line and "to 42 parallel" in line for line in loops), loops
+
+
+def test_fused_epilogue_loads_are_prefetched_before_the_reduction():
+    """matmul + bias + residual: the residual's lines of each register tile are
+    prefetched in front of the tile's reduction (`loop-prefetch`); results unchanged."""
+    m, k, n = 24, 64, 32
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    bias = te.placeholder((n,), "float32", name="bias")
+    R = te.placeholder((m, n), "float32", name="R")
+    r = te.reduce_axis(k, name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="matmul")
+    D = te.compute((m, n), lambda i, j: C[i, j] + bias[j] + R[i, j], name="epilogue")
+    kernel = build_kernel("matmul_res", [A, B, bias, R], [D], schedule="default")
+    a, b = RNG.standard_normal((m, k)).astype(np.float32), RNG.standard_normal((k, n)).astype(np.float32)
+    c, res = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal((m, n)).astype(np.float32)
+    out = np.empty((m, n), np.float32)
+    np.testing.assert_allclose(kernel(a, b, c, res, out=[out]), a @ b + c + res, rtol=1e-4, atol=1e-4)
+    ir = kernel.loop_ir
+    prefetches = [line for line in ir.splitlines() if "loop.prefetch" in line]
+    residual = [p for p in prefetches if "memref<24x32xf32>" in p]
+    assert residual and all("write" not in p for p in prefetches)
+    # one per row of the register tile (two vectors of 8 share a 64-byte line) ...
+    rows = len({p.split("[")[1].split(",")[0] for p in residual})
+    assert len(residual) == rows
+    # ... in front of the reduction loop
+    assert ir.index(residual[-1]) < ir.index('"matmul.k"')

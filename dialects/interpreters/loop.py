@@ -262,6 +262,10 @@ class LoopFunctions(InterpreterFunctions):
         buffer[_access(op, buffer, indices)] = value
         return ()
 
+    @impl(loop.PrefetchOp)
+    def run_prefetch(self, interpreter: Interpreter, op: loop.PrefetchOp, args: PythonValues):
+        return ()  # a cache hint
+
     # ---- constants: loop.global / memref.global ----------------------------------
 
     @impl(loop.GetGlobalOp)
