@@ -235,7 +235,7 @@ class BlockedReduction(Template):
     def knobs(self, info: KernelInfo) -> dict[str, list]:
         anchor = info.anchor
         u, v = self._axes(anchor)
-        nv = [n for n in (8, 16, 24, 32) if anchor.spatial[v][1] % n == 0] or [1]
+        nv = [n for n in range(VECTOR, 8 * VECTOR + 1, VECTOR) if anchor.spatial[v][1] % n == 0] or [1]
         mu = list(range(1, min(16, anchor.spatial[u][1]) + 1))
         reduce = [n for n, _ in anchor.reduce]
         first = anchor.reduce[0][1] if anchor.reduce else 1
@@ -295,8 +295,10 @@ class BlockedReduction(Template):
         broadcast must fit the 16 ymm registers; it needs 8 independent accumulators
         (2 FMA pipes x 4 cycles latency) and no more loads than FMAs per step (2
         loads a cycle); rows that do not divide the axis waste the last tile's
-        overshoot. At most 16 columns (wider panels measured slower); on ties 16,
-        then the larger block (less memory traffic per FMA)."""
+        overshoot. At most 16 columns (wider panels measured slower), except for a
+        single row (a matrix-vector product: its only independent accumulators are
+        column vectors); on ties 16, then the larger block (less memory traffic per
+        FMA)."""
         knobs = self.knobs(info)
         anchor = info.anchor
         extent = anchor.spatial[self._axes(anchor)[0]][1]
@@ -332,7 +334,7 @@ class BlockedReduction(Template):
         fitting = [(score(o, r, c)[0], -abs(c - 2 * VECTOR), score(o, r, c)[1], -o,
                     extent % r == 0, c, r, o)
                    for o in outer_choices for r in rows_choices for c in knobs["tile_cols"]
-                   if registers(o * r, c) <= MAX_REGISTERS and c <= 2 * VECTOR
+                   if registers(o * r, c) <= MAX_REGISTERS and (c <= 2 * VECTOR or extent == 1)
                    and outer_extent % o == 0 and (o == 1 or extent % r == 0)
                    and (c > VECTOR or o * r <= MAX_NARROW_ROWS
                         or 2 * VECTOR not in knobs["tile_cols"])]

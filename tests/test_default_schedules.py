@@ -371,3 +371,14 @@ def test_fused_epilogue_loads_are_prefetched_before_the_reduction():
     assert len(residual) == rows
     # ... in front of the reduction loop
     assert ir.index(residual[-1]) < ir.index('"matmul.k"')
+
+
+@pytest.mark.parametrize("n, cols", [(1000, 40), (64, 32), (24, 24)])
+def test_single_row_matmul_takes_several_column_vectors(n, cols):
+    """A matrix-vector product has no rows to block: its independent accumulators are
+    the column vectors of one wide tile (1000 = 25 x 40: five chains, not one; 64 as
+    2 x 32: 8 vectors would need 17 registers with their operand vectors)."""
+    _, info, template = matmul_info(1, 64, n)
+    config = template.default_config(info)
+    assert (config["tile_rows"], config["tile_cols"]) == (1, cols)
+    assert check_blocked_matmul(1, 64, n).count("vector.fma") >= cols // 8
