@@ -8,7 +8,7 @@ Shapes: square N = 256, 512, 1024, 2048 and the ResNet/BERT shapes MxKxN =
 1x512x1000, 128x768x768, 128x768x3072. C = A @ B with A [M, K], B [K, N].
 
 `--interleave N` times N rounds, each a block of xweave calls and a block of numpy
-calls (each block after a warm-up of WARM_SECONDS, so that the other library's idle
+calls, in alternating order (each block after a warm-up of WARM_SECONDS, so that the other library's idle
 threads have stopped spinning), and reports the medians and the median of the
 per-round ratios: a change of load during the run then hits both sides alike.
 With `--quiet`, a round is kept only if other processes used under 2% of the cores
@@ -26,7 +26,11 @@ import time
 
 from common import emit, log, machine, median_time, set_threads
 
-WARM_SECONDS = 0.1
+WARM_SECONDS = 0.5
+# OpenBLAS's worker threads spin for up to 2^28 cycles after a call before they sleep:
+# with a 0.1 s warm-up, the same xweave kernel timed right after numpy's block ran 20%
+# slower on 2 threads than when timed after another xweave block (512^3); with 0.4 s,
+# equal. The order of the blocks also alternates between rounds.
 QUIET_WAIT_SECONDS = 300.0
 QUIET_SHARE = 0.02
 
@@ -53,15 +57,17 @@ def interleaved_times(fns, rounds: int, min_seconds: float = 0.05,
     deadline = time.perf_counter() + QUIET_WAIT_SECONDS
     while len(samples[0]) < rounds:
         others, begin = _others_cpu_seconds() if quiet else 0.0, time.perf_counter()
-        times = []
-        for fn in fns:
+        times = [0.0] * len(fns)
+        order = range(len(fns)) if len(samples[0]) % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
+            fn = fns[i]
             warm = time.perf_counter() + WARM_SECONDS
             while time.perf_counter() < warm:
                 fn()
             start = time.perf_counter()
             for _ in range(number):
                 fn()
-            times.append((time.perf_counter() - start) / number)
+            times[i] = (time.perf_counter() - start) / number
         if quiet:
             cores = os.cpu_count() or 1
             share = (_others_cpu_seconds() - others) / ((time.perf_counter() - begin) * cores)
