@@ -3,6 +3,7 @@
     python bench/conv2d.py --threads 1      # JSON lines, one per layer
     python bench/conv2d.py --threads 2
     python bench/conv2d.py --layers C2,C6,C9,C12 --winograd   # + Winograd vs direct, blocked
+    python bench/conv2d.py --threads 2 --interleave 7   # alternating rounds (shared machine)
 
 The twelve ResNet-18 layers of the TVM paper's Table 2 (C1-C12) and MobileNet's
 depthwise 3x3 layers (D1-D9). Each layer is one ONNX Conv node with random weights.
@@ -14,7 +15,7 @@ import argparse
 import math
 import sys
 
-from common import emit, log, machine, median_time, set_threads
+from common import emit, interleaved_times, log, machine, median_time, set_threads
 
 # name: (H=W, in channels, out channels, kernel, stride, pad, groups)
 RESNET18 = {
@@ -80,6 +81,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--layers", help="comma-separated names (default: all)")
+    parser.add_argument("--interleave", type=int, default=0, metavar="ROUNDS",
+                        help="time xweave and onnxruntime in ROUNDS alternating rounds (each "
+                        "block warmed up first) and report the medians and the median "
+                        "per-round ratio; default: one block each, xweave first")
     parser.add_argument("--winograd", action="store_true",
                         help="also time each 3x3 stride-1 layer on channel-blocked data (in a "
                         "chain of two) with the winograd stage off and on")
@@ -108,8 +113,13 @@ def main() -> None:
         np.testing.assert_allclose(module.run(x=x)[0], expected, rtol=1e-3, atol=1e-3)
         out = (size + 2 * pad - k) // stride + 1
         flops = 2.0 * out * out * cout * (cin // groups) * k * k
-        t_xw = float(np.median(module.benchmark({"x": x}, repeat=7, number=max(1, int(0.05 / 1e-3)))))
-        t_ort = median_time(lambda: session.run(None, {"x": x}))
+        if args.interleave:
+            xw, orts = interleaved_times([lambda: module.run(x=x),
+                                          lambda: session.run(None, {"x": x})], args.interleave)
+            t_xw, t_ort = float(np.median(xw)), float(np.median(orts))
+        else:
+            t_xw = float(np.median(module.benchmark({"x": x}, repeat=7, number=max(1, int(0.05 / 1e-3)))))
+            t_ort = median_time(lambda: session.run(None, {"x": x}))
         record = {
             "bench": "conv2d", "layer": name, "threads": args.threads,
             "shape": f"{size}x{size} {cin}->{cout} k{k} s{stride} p{pad} g{groups}",
@@ -119,6 +129,9 @@ def main() -> None:
             "xweave_peak_fraction": round(flops / t_xw / 1e9 / peak, 3),
             "onnxruntime_peak_fraction": round(flops / t_ort / 1e9 / peak, 3), **machine(),
         }
+        if args.interleave:
+            record.update({"rounds": len(xw), "median_round_ratio": round(
+                float(np.median(np.array(orts) / np.array(xw))), 3)})
         if args.winograd and (k, stride, groups) == (3, 1, 1) and cin == cout:
             chain = chain_model(size, cin)
             direct = blocked_conv_ms(chain, x, args.threads, winograd=False)
@@ -130,6 +143,7 @@ def main() -> None:
         emit(record)
         log(f"{name} {record['shape']}: xweave {record['xweave_ms']} ms, onnxruntime "
             f"{record['onnxruntime_ms']} ms, ratio {record['ratio_vs_onnxruntime']}"
+            + (f" (per round {record['median_round_ratio']})" if args.interleave else "")
             + (f"; blocked: direct {record['blocked_direct_ms']} ms, winograd "
                f"{record['blocked_winograd_ms']} ms" if "blocked_winograd_ms" in record else ""))
     for group, values in ratios.items():
