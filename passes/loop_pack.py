@@ -14,7 +14,8 @@ splits: `split_dim=d_1,...,d_k factor=f_1,...,f_k` splits dimension `d_i` (numbe
 in the original layout; distinct) into an outer dimension of size ceil(size/f_i) that
 stays in place and an inner dimension of size `f_i` appended at the end, in the order
 given. Element `[..., x_d, ...]` is stored at `[..., x_d floordiv f, ..., x_d mod f]`.
-`parallel=true` runs the packing stage's outermost loop on all threads.
+`parallel=true` runs the packing stage's outermost loop of more than one iteration
+on all threads.
 `order=p_1,...,p_n` then permutes the dimensions of that packed layout (dimension `i`
 of the result is dimension `p_i` of the split layout), e.g. to make each panel of a
 matmul's B contiguous: B is read panel after panel, not row after row.
@@ -185,10 +186,14 @@ class LoopPackPass(ModulePass):
                 "split_dim": DenseArrayBase.from_list(i64, [d for d, _ in splits]),
                 "factor": DenseArrayBase.from_list(i64, [f for _, f in splits]),
                 "order": DenseArrayBase.from_list(i64, order)})
-            nest = self._packing_nest(arg, packed.memref, shape, splits, order,
+            fors = self._packing_nest(arg, packed.memref, shape, splits, order,
                                       f"{hint}_pack")
+            nest = fors[0]
             if self.parallel:  # every iteration writes its own slice of the copy
-                nest.properties["kind"] = loop.ForKindAttr(loop.ForKind.PARALLEL)
+                # The first loop that has more than one iteration: a batch of 1 leads
+                # many packed layouts (1x128x768 activations).
+                outer = next((f for f in fors if f.ub.value.data - f.lb.value.data > 1), nest)
+                outer.properties["kind"] = loop.ForKindAttr(loop.ForKind.PARALLEL)
             block = kernel.body.block
             block.insert_ops_before([packed, nest], cast(Operation, block.first_op))
             for load in loads:
@@ -204,9 +209,10 @@ class LoopPackPass(ModulePass):
     @staticmethod
     def _packing_nest(src: SSAValue, dst: SSAValue, shape: list[int],
                       splits: list[tuple[int, int]], order: list[int],
-                      stage: str) -> loop.ForOp:
+                      stage: str) -> list[loop.ForOp]:
         """`dst[packed(x)] = src[x]` over the packed shape (zeros in the padding); the
-        loops run in the packed buffer's order, so the writes are sequential."""
+        loops (a perfect nest, outermost first) run in the packed buffer's order, so
+        the writes are sequential."""
         split = dict(splits)
         axes = [f"i{d}.outer" if d in split else f"i{d}" for d in range(len(shape))]
         axes += [f"i{d}.inner" for d, _ in splits]
@@ -250,4 +256,4 @@ class LoopPackPass(ModulePass):
             body_ops = [*cond_ops, select]
             value = select.results[0]
         fors[-1].add_ops([*body_ops, loop.StoreOp(value, dst, ivs)])
-        return fors[0]
+        return fors

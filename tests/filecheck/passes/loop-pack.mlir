@@ -6,6 +6,7 @@
 // RUN: xweave-opt %s -p 'loop-pack{buffer="nope" split_dim=0 factor=4}' --verify-diagnostics | filecheck %s --check-prefix=NO-ARG
 // RUN: xweave-opt %s -p 'loop-pack{buffer="w" split_dim=1 factor=4 kernel=scale}' --verify-diagnostics | filecheck %s --check-prefix=NO-DIM
 // RUN: xweave-opt %s -p 'loop-pack{buffer="x" split_dim=1 factor=2 order=1,0,2 kernel=dense}' | filecheck %s --check-prefix=ORDER
+// RUN: xweave-opt %s -p 'loop-pack{buffer="data" split_dim=1 factor=4 parallel=true}' | filecheck %s --check-prefix=PARALLEL
 
 func.func @dense(%x: memref<2x3xf32>, %w: memref<8x3xf32>, %out: memref<2x8xf32>) attributes {xweave.kernel} {
   loop.for "dense.i" %i = 0 to 2 {
@@ -91,6 +92,16 @@ func.func @vector(%x: memref<8xf32>, %out: memref<8xf32>) attributes {xweave.ker
 // NCHWC-NEXT:              loop.store %5, %data_packed[%i0, %i1_outer, %i2, %i3, %i1_inner] : memref<1x2x2x2x4xf32>
 // NCHWC:         loop.for "scale.c" %c = 0 to 6 {
 // NCHWC:               %a = loop.load %data_packed[0, %c floordiv 4, %y, %x, %c mod 4] : memref<1x2x2x2x4xf32>
+
+// parallel=true: the first packing loop of more than one iteration runs in parallel
+// (not the batch loop of extent 1); the kernel's own loops are left alone.
+
+// PARALLEL-LABEL: func.func @scale(
+// PARALLEL:        loop.for "data_pack.i0" %i0 = 0 to 1 {
+// PARALLEL-NEXT:     loop.for "data_pack.i1.outer" %i1_outer = 0 to 2 parallel {
+// PARALLEL-NEXT:       loop.for "data_pack.i2" %i2 = 0 to 2 {
+// PARALLEL-NOT:    parallel
+// PARALLEL:        func.return
 
 // Two splits: inner dimensions are appended in the order given.
 
