@@ -25,9 +25,9 @@ from abc import ABC, abstractmethod
 
 from xweave.dialects import loop
 from xweave.schedules.analysis import KernelInfo, Stage
+from xweave.schedules.machine import vector_registers
 
-VECTOR = 8  # f32 lanes of an AVX2 register
-MAX_REGISTERS = 15  # of the 16 ymm registers: accumulators + operand vectors + broadcast
+VECTOR = 8  # f32 lanes of a ymm register
 L1_BYTES = 32 * 1024  # per core (Zen 3)
 L2_BYTES = 512 * 1024  # per core
 K_BLOCK_MIN_PANEL = L2_BYTES
@@ -37,11 +37,15 @@ past it, and blocking only adds passes over the output. Measured (1 thread, rati
 numpy, interleaved, medians): 2048^3 (128 KB panels) 0.79-0.81 blocked against
 0.83-0.87 not (2 threads 0.90-0.95 against 0.97-1.04); 1024x4096x1024 (256 KB) 0.67
 against 0.71; 2048x8192x1024 (512 KB) 0.77 against 0.71."""
-REGISTER_FILE = 16
-"""ymm registers: a register block needing more (accumulators + column vectors + a
-broadcast) spills on every reduction step, and its unrolled tile takes LLVM tens of
-seconds to compile (ResNet-18 14x14 tiles of 10 x 7 x 8: build timeouts at 30 s, 9-15
-GFLOP/s when they build, against 75 for the default)."""
+MAX_ACCUMULATORS = 16
+"""Accumulators of a default register block at most, where the register file holds
+more (32 ymm registers with AVX-512): on Zen 4 (1 thread, alternating rounds) blocks of
+14 x 16 (28 accumulators) ran ResNet-18's C2 / C6 / C9 at 96 / 97 / 99 GFLOP/s against
+108 / 106 / 107 for 8 x 16 / 7 x 16 / 7 x 16. A block needing more registers than the
+file (`machine.vector_registers()`: accumulators + column vectors + a broadcast) spills
+on every reduction step, and its unrolled tile takes LLVM tens of seconds to compile
+(Zen 3, ResNet-18 14x14 tiles of 10 x 7 x 8: build timeouts at 30 s, 9-15 GFLOP/s when
+they build, against 75 for the default)."""
 MAX_UNROLLED_FMAS = 256
 """Vector FMAs of an unrolled reduction loop (`unroll_reduce`) at most: the register
 block times the unrolled loop's extent (larger bodies took 5-15 s to build and ran no
@@ -265,7 +269,7 @@ class BlockedReduction(Template):
         vectors = max(1, config["tile_cols"] // VECTOR)
         outer = config.get("tile_rows_outer", 1)
         block = outer * config["tile_rows"] * vectors
-        if block + vectors + 1 > REGISTER_FILE:
+        if block + vectors + 1 > vector_registers():
             return False
         anchor = info.anchor
         if anchor.spatial[self._axes(anchor)[0]][1] % config["tile_rows"]:
@@ -292,7 +296,8 @@ class BlockedReduction(Template):
     def default_config(self, info: KernelInfo) -> dict:
         """The register block (rows x cols outputs) that keeps the FMA units busiest:
         its accumulators, a vector of the packed operand per column vector and a
-        broadcast must fit the 16 ymm registers; it needs 8 independent accumulators
+        broadcast must fit the register file (`vector_registers()`), with at most
+        MAX_ACCUMULATORS accumulators; it needs 8 independent accumulators
         (2 FMA pipes x 4 cycles latency) and no more loads than FMAs per step (2
         loads a cycle); rows that do not divide the axis waste the last tile's
         overshoot. At most 16 columns (wider panels measured slower), except for a
@@ -334,7 +339,8 @@ class BlockedReduction(Template):
         fitting = [(score(o, r, c)[0], -abs(c - 2 * VECTOR), score(o, r, c)[1], -o,
                     extent % r == 0, c, r, o)
                    for o in outer_choices for r in rows_choices for c in knobs["tile_cols"]
-                   if registers(o * r, c) <= MAX_REGISTERS and (c <= 2 * VECTOR or extent == 1)
+                   if registers(o * r, c) < vector_registers()
+                   and o * r * max(1, c // VECTOR) <= MAX_ACCUMULATORS and (c <= 2 * VECTOR or extent == 1)
                    and outer_extent % o == 0 and (o == 1 or extent % r == 0)
                    and (c > VECTOR or o * r <= MAX_NARROW_ROWS
                         or 2 * VECTOR not in knobs["tile_cols"])]

@@ -17,9 +17,11 @@ import pytest
 from xdsl.dialects import func
 
 from xweave import te
+from xweave.errors import XweaveError
 from xweave.kernel import build_kernel, lower_kernel_to_loop
 from xweave.operators import nn
-from xweave.schedules import analyse, apply_steps, template_for
+from xweave.schedules import analyse, apply_steps, machine, template_for
+from xweave.schedules.templates import MAX_ACCUMULATORS, VECTOR
 
 RNG = np.random.default_rng(12)
 
@@ -188,3 +190,97 @@ def test_reduction_guards_counts_guards_in_the_reduction():
     applied = apply_steps(module, steps, skip_illegal=True)
     assert len(applied) < len(steps)  # the reorder of the guarded nest is refused
     assert _reduction_guards(str(module)) > 0
+
+
+# --- the machine model: 16 or 32 vector registers ------------------------------------
+# `schedules.machine.vector_registers`: 16 ymm registers on an AVX2 CPU, 32 with
+# AVX-512VL. With 32 the default register blocks grow to at most MAX_ACCUMULATORS
+# accumulators (the conftest pins 16 for every other test), the tuner's space admits
+# the larger blocks, and the kernels still compute the conv.
+
+
+@pytest.fixture
+def registers(monkeypatch):
+    """Set the register count the templates see (cache cleared before and after)."""
+    def use(count: str | None):
+        if count is None:
+            monkeypatch.delenv(machine.ENV, raising=False)
+        else:
+            monkeypatch.setenv(machine.ENV, count)
+        machine.vector_registers.cache_clear()
+    yield use
+    machine.vector_registers.cache_clear()
+
+
+def test_the_host_count_follows_its_features(registers):
+    import llvmlite.binding as llvm
+
+    registers(None)
+    expected = 32 if llvm.get_host_cpu_features().get("avx512vl") else 16
+    assert machine.vector_registers() == expected
+
+
+@pytest.mark.parametrize("count", ["16", "32"])
+def test_the_environment_overrides_the_host(registers, count):
+    registers(count)
+    assert machine.vector_registers() == int(count)
+
+
+def test_a_bad_override_is_a_clear_error(registers):
+    registers("24")
+    with pytest.raises(XweaveError, match="XWEAVE_VECTOR_REGISTERS='24'"):
+        machine.vector_registers()
+
+
+@pytest.mark.parametrize("size, blocks16, blocks32", [
+    (56, (1, 4, 16), (1, 8, 16)),    # 8 pixels of a row: 16 accumulators
+    (14, (2, 2, 16), (1, 7, 16)),    # a whole row of 7 fits: no 2x2 pixel block needed
+    (7, (1, 4, 16), (1, 7, 16)),     # the ragged 4 x 16 becomes the whole row
+    (28, (1, 4, 16), (2, 4, 16)),    # 2 x 4 pixels
+])
+def test_default_blocks_grow_with_the_register_file(registers, size, blocks16, blocks32):
+    inputs, out = nchwc_conv(size, 2, 2, 3, 1, 1, epilogue=True)
+    for count, expected in (("16", blocks16), ("32", blocks32)):
+        registers(count)
+        info, template = kernel_info(inputs, out)
+        config = template.default_config(info)
+        got = (config["tile_rows_outer"], config["tile_rows"], config["tile_cols"])
+        assert got == expected, count
+        vectors = config["tile_cols"] // VECTOR
+        accumulators = got[0] * got[1] * vectors
+        assert accumulators + vectors + 1 <= int(count)
+        assert accumulators <= MAX_ACCUMULATORS
+        assert template.valid(info, config)
+
+
+def test_the_space_admits_larger_blocks_with_more_registers(registers):
+    inputs, out = nchwc_conv(14, 2, 2, 3, 1, 1, epilogue=True)
+    registers("16")
+    info, template = kernel_info(inputs, out)
+    wide = {**template.default_config(info), "tile_rows_outer": 1, "tile_rows": 14,
+            "tile_cols": 16}  # 28 accumulators + 2 column vectors + a broadcast
+    assert not template.valid(info, wide)
+    registers("32")
+    assert template.valid(info, wide)
+
+
+@pytest.mark.parametrize("size, stride, pad, k, epilogue", [
+    (14, 1, 1, 3, True),    # 7 x 16 with bias + relu on the tile
+    (7, 1, 1, 3, False),    # a whole 7-pixel row, cache-written
+    (13, 1, 0, 1, True),    # a ragged 7 x 16 (13 = 7 + 6) on packed rows
+])
+def test_32_register_defaults_compute_the_conv(registers, size, stride, pad, k, epilogue):
+    registers("32")
+    inputs, out = nchwc_conv(size, 2, 2, k, stride, pad, epilogue)
+    info, template = kernel_info(inputs, out)
+    config = template.default_config(info)
+    assert config["tile_rows"] * config["tile_rows_outer"] >= 7
+    steps = template.pipeline(info, config)
+    kernel = build_kernel("conv", inputs, [out], schedule=",".join(steps))
+    x = RNG.standard_normal((1, 2, size, size, 16)).astype(np.float32)
+    w = (RNG.standard_normal((2, 2, k, k, 16, 16)) * 0.1).astype(np.float32)
+    b = RNG.standard_normal((2, 16)).astype(np.float32) if epilogue else None
+    out_size = (size + 2 * pad - k) // stride + 1
+    result = np.full((1, 2, out_size, out_size, 16), np.nan, np.float32)
+    kernel(*([x, w] + ([b] if epilogue else [])), out=[result])
+    np.testing.assert_allclose(result, reference(x, w, b, stride, pad), rtol=1e-4, atol=1e-4)
