@@ -35,3 +35,29 @@ def test_median_trials(reach, median):
 ])
 def test_meets_paper_target(lgbm, ga, random, met):
     assert tune_conv.meets_paper_target(lgbm, ga, random) is met
+
+
+def test_remeasure_times_bests_default_and_onnxruntime_in_the_same_rounds(monkeypatch):
+    from types import SimpleNamespace
+
+    import xweave.autotune
+
+    speed = {(0,): 50.0, (1,): 80.0, (2,): 90.0}  # default, lgbm's best, ga's best
+    calls = []
+
+    def fake_measure(task, points, builder, runner):
+        calls.append(list(points))
+        return [SimpleNamespace(ok=True, gflops=speed[p] + len(calls)) for p in points]
+
+    monkeypatch.setattr(xweave.autotune, "measure_points", fake_measure)
+    task = SimpleNamespace(flops=2e9)
+    runs = {("lgbm", 0): SimpleNamespace(best_point=(1,)),
+            ("ga", 0): SimpleNamespace(best_point=(2,)),
+            ("random", 0): SimpleNamespace(best_point=None)}  # no measured point
+    seconds = iter([0.04, 0.02, 0.025])  # onnxruntime: 50, 100, 80 GFLOP/s
+    bests, default, ort = tune_conv.remeasure(task, runs, (0,), lambda: next(seconds),
+                                              None, None, rounds=3)
+    assert calls == [[(0,), (1,), (2,)], [(2,), (1,), (0,)], [(0,), (1,), (2,)]]
+    assert bests == {("lgbm", 0): 82.0, ("ga", 0): 92.0}  # medians over the rounds
+    assert default == 52.0 and ort == pytest.approx(80.0)
+    assert tune_conv.remeasure(task, runs, (0,), lambda: 1.0, None, None, rounds=0) is None
