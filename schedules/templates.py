@@ -37,14 +37,17 @@ past it, and blocking only adds passes over the output. Measured (1 thread, rati
 numpy, interleaved, medians): 2048^3 (128 KB panels) 0.79-0.81 blocked against
 0.83-0.87 not (2 threads 0.90-0.95 against 0.97-1.04); 1024x4096x1024 (256 KB) 0.67
 against 0.71; 2048x8192x1024 (512 KB) 0.77 against 0.71."""
-MAX_ACCUMULATORS = 16
-"""Accumulators of a default register block at most, where the register file holds
-more (32 ymm registers with AVX-512): on Zen 4 (1 thread, alternating rounds) blocks of
-14 x 16 (28 accumulators) ran ResNet-18's C2 / C6 / C9 at 96 / 97 / 99 GFLOP/s against
-108 / 106 / 107 for 8 x 16 / 7 x 16 / 7 x 16. A block needing more registers than the
-file (`machine.vector_registers()`: accumulators + column vectors + a broadcast) spills
-on every reduction step, and its unrolled tile takes LLVM tens of seconds to compile
-(Zen 3, ResNet-18 14x14 tiles of 10 x 7 x 8: build timeouts at 30 s, 9-15 GFLOP/s when
+DEFAULT_BLOCK_REGISTERS = 15
+"""Registers a default register block uses at most (accumulators + a vector of the
+packed operand per column vector + a broadcast), whatever the register file holds; the
+tuner's space takes blocks up to the whole file (`machine.vector_registers()`: 16 ymm
+registers, 32 with AVX-512). Larger default blocks on Zen 4 (up to 16 accumulators in
+32 registers, 1 thread, alternating rounds with these) sped up lone NCHW convs
+(ResNet-18 C1-C12 against onnxruntime: geomean 0.85 -> 0.96) but not whole models
+(MobileNetV2 0.91x: its NCHW16c 1x1 convs with a clip epilogue 5-10% slower; ResNet-50
+0.97x; ResNet-18, SqueezeNet, BERT even). A block needing more registers than the file
+spills on every reduction step, and its unrolled tile takes LLVM tens of seconds to
+compile (Zen 3, 14x14 tiles of 10 x 7 x 8: build timeouts at 30 s, 9-15 GFLOP/s when
 they build, against 75 for the default)."""
 MAX_UNROLLED_FMAS = 256
 """Vector FMAs of an unrolled reduction loop (`unroll_reduce`) at most: the register
@@ -296,8 +299,7 @@ class BlockedReduction(Template):
     def default_config(self, info: KernelInfo) -> dict:
         """The register block (rows x cols outputs) that keeps the FMA units busiest:
         its accumulators, a vector of the packed operand per column vector and a
-        broadcast must fit the register file (`vector_registers()`), with at most
-        MAX_ACCUMULATORS accumulators; it needs 8 independent accumulators
+        broadcast must fit DEFAULT_BLOCK_REGISTERS; it needs 8 independent accumulators
         (2 FMA pipes x 4 cycles latency) and no more loads than FMAs per step (2
         loads a cycle); rows that do not divide the axis waste the last tile's
         overshoot. At most 16 columns (wider panels measured slower), except for a
@@ -339,8 +341,7 @@ class BlockedReduction(Template):
         fitting = [(score(o, r, c)[0], -abs(c - 2 * VECTOR), score(o, r, c)[1], -o,
                     extent % r == 0, c, r, o)
                    for o in outer_choices for r in rows_choices for c in knobs["tile_cols"]
-                   if registers(o * r, c) < vector_registers()
-                   and o * r * max(1, c // VECTOR) <= MAX_ACCUMULATORS and (c <= 2 * VECTOR or extent == 1)
+                   if registers(o * r, c) <= DEFAULT_BLOCK_REGISTERS and (c <= 2 * VECTOR or extent == 1)
                    and outer_extent % o == 0 and (o == 1 or extent % r == 0)
                    and (c > VECTOR or o * r <= MAX_NARROW_ROWS
                         or 2 * VECTOR not in knobs["tile_cols"])]
