@@ -3,7 +3,8 @@
 The public Python API:
 
 * `load_onnx(path)` -> the model as a graph-dialect `builtin.module`
-* `build(module_or_path, target="llvm")` -> a compiled module; `module.run(**inputs)`
+* `build(module_or_path, target=None)` -> a compiled module (target: "llvm", this
+  CPU; "llvm -mcpu=NAME -mattr=..." another; "vta"; see `xweave.target`); `module.run(**inputs)`
   returns the outputs as a list of numpy arrays
 * `load_module(path)` -> a module exported with `module.export(path)`
 * `build_kernel(name, inputs, outputs, schedule)` -> a custom operator written with
@@ -31,7 +32,7 @@ def load_onnx(path, input_shapes=None):
     return _load(path, input_shapes=input_shapes)
 
 
-def build(module_or_path, target="llvm", **options):
+def build(module_or_path, target=None, **options):
     """Compile a graph-dialect module (or an ONNX file) into a runnable module."""
     from xweave.driver import build as _build
 

@@ -34,21 +34,24 @@ def _compile(args: argparse.Namespace) -> None:
     from xweave.autotune.tune_model import plain_warnings
 
     with plain_warnings():
-        module = xweave.build(args.model, target=args.target,
+        module = xweave.build(args.model,
                               input_shapes=parse_input_shapes(args.input_shapes),
                               dump_ir=args.dump_ir, fuse=not args.no_fuse,
                               profile=args.profile,
                               layout=args.layout == "nchwc",
-                              **_winograd_option(args),
+                              **_build_options(args),
                               tuning_records=args.tuning_records,
                               calibration=args.calibration)
     module.export(args.output)
     print(f"wrote {args.output}")
 
 
-def _winograd_option(args: argparse.Namespace) -> dict:
-    """`winograd=` for `xweave.build` when --winograd/--no-winograd was given."""
-    return {} if args.winograd is None else {"winograd": args.winograd}
+def _build_options(args: argparse.Namespace) -> dict:
+    """`winograd=` (and `target=`) for `xweave.build` when given on the command line."""
+    options = {} if args.winograd is None else {"winograd": args.winograd}
+    if getattr(args, "target", None) is not None:
+        options["target"] = args.target
+    return options
 
 
 def _load_for_run(path: str, input_shapes, profile: bool = False, options: dict | None = None):
@@ -81,7 +84,7 @@ def _run(args: argparse.Namespace) -> None:
     if args.profile and args.repeat < 1:
         raise XweaveError(f"--repeat must be at least 1 with --profile, got {args.repeat}")
     module = _load_for_run(args.module, parse_input_shapes(args.input_shapes), args.profile,
-                           _winograd_option(args))
+                           _build_options(args))
     if args.profile and hasattr(module, "accelerator"):
         raise XweaveError("--profile: per-kernel profiles are for CPU (target llvm) modules; "
                           "use --print-time for the accelerator's simulated times")
@@ -140,6 +143,9 @@ def _tune(args: argparse.Namespace) -> None:
     print(f"compile with: xweave compile {args.model} --tuning-records {args.output} -o MODULE")
 
 
+TARGET_HELP = ("what to generate code for: 'llvm' (this CPU), 'llvm -mcpu=NAME "
+               "[-mattr=+f1,-f2] [-mprefer-vector-width=256]' (another CPU), or 'vta' "
+               "(default: $XWEAVE_TARGET, else this CPU)")
 WINOGRAD_HELP = ("compute large 3x3 stride-1 convs on channel-blocked data as Winograd "
                  "F(4x4, 3x3) (the winograd stage; default: on)")
 
@@ -148,7 +154,7 @@ def register(sub) -> None:
     """Add the subcommands to an argparse subparsers object."""
     p = sub.add_parser("compile", help="compile a model into a deployable module")
     p.add_argument("model", help="ONNX model (.onnx) or graph-stage IR (.mlir)")
-    p.add_argument("--target", default="llvm", help="compilation target (default: llvm)")
+    p.add_argument("--target", help=TARGET_HELP)
     p.add_argument("-o", "--output", required=True, help="the module file to write")
     p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
@@ -175,7 +181,7 @@ def register(sub) -> None:
     p.add_argument("model", nargs="?", help="ONNX model (.onnx) or graph-stage IR (.mlir)")
     p.add_argument("-o", "--output", required=True,
                    help="records file to append to (.jsonl), or the .png of --plot")
-    p.add_argument("--target", default="llvm", help="compilation target (default: llvm)")
+    p.add_argument("--target", help=TARGET_HELP)
     p.add_argument("--trials", type=int, default=64, help="measurements per kernel (default: 64)")
     p.add_argument("--tuner", choices=("lgbm", "ga", "random", "grid"), default="lgbm",
                    help="search strategy (default: lgbm, the LightGBM ranking model)")
@@ -207,6 +213,7 @@ def register(sub) -> None:
                    help="inputs to use when --inputs is not given (default: random)")
     p.add_argument("-o", "--output", help=".npz file to write the outputs to")
     p.add_argument("--input-shapes", help="bind symbolic input dims when given a model")
+    p.add_argument("--target", help="when given a model: " + TARGET_HELP)
     p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
                    help=WINOGRAD_HELP + " (when given a model)")
     p.add_argument("--print-time", action="store_true", help="time the run")

@@ -9,8 +9,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
 from xweave.errors import XweaveError
+from xweave.target import Target, as_target, set_target
 
-TARGETS = ("llvm", "vta")
+ACCELERATORS = ("vta",)
+"""Target kinds that offload to an accelerator (the rest of the model runs on the CPU)."""
 
 
 def _as_graph_module(module_or_path, input_shapes=None) -> ModuleOp:
@@ -43,7 +45,7 @@ def print_module(module: ModuleOp) -> str:
 
 def build(
     module_or_path,
-    target: str = "llvm",
+    target: str | Target | None = None,
     *,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     dump_ir: str | os.PathLike | None = None,
@@ -57,6 +59,12 @@ def build(
     **target_options,
 ):
     """Compile a model for `target` and load it, ready to `run`.
+
+    `target` is a CPU target as tvmc writes it (`"llvm"`: this host; `"llvm
+    -mcpu=znver3"`, `"llvm -mcpu=znver4 -mattr=-avx512f"`: another CPU, see
+    `xweave.target`; default: `XWEAVE_TARGET`, else the host) or an accelerator
+    (`"vta"`). Code for a CPU that lacks some of this host's features can be exported
+    but not run here.
 
     `module_or_path` is a graph-dialect `ModuleOp`, an ONNX file or `onnx.ModelProto`,
     or a `.mlir` file of the graph stage. `dump_ir=DIR` writes every stage of the
@@ -81,8 +89,10 @@ def build(
     from xweave.pipeline import lower_to_llvm
     from xweave.runtime.module import CompiledModule, signature_of
 
-    if target not in TARGETS:
-        raise XweaveError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+    target = as_target(target)
+    if not target.is_cpu and target.kind not in ACCELERATORS:
+        raise XweaveError(f"unknown target '{target}' (available: llvm [-mcpu=NAME "
+                          f"-mattr=+f,-g], {', '.join(ACCELERATORS)})")
     if threads is not None:
         from xweave.runtime.threads import check_num_threads
 
@@ -92,19 +102,20 @@ def build(
 
         tuning_records = str(tuning_records)
         tuned_schedules(tuning_records)  # a bad file fails before the work starts
-    if profile and target != "llvm":
+    if profile and not target.is_cpu:
         raise XweaveError(f"profiling builds are for target 'llvm' only (got '{target}')")
-    if (target_options or calibration is not None) and target != "vta":
+    if (target_options or calibration is not None) and target.kind != "vta":
         given = [*target_options, *(["calibration"] if calibration is not None else [])]
         raise XweaveError(f"target '{target}' takes no option(s) {', '.join(given)}")
     module = _as_graph_module(module_or_path, input_shapes)
-    if target == "vta":
+    if target.kind == "vta":
         from xweave.runtime.hetero import build_vta
 
         return build_vta(module, calibration, threads=threads,
                          dump_dir=Path(dump_ir) if dump_ir is not None else None,
                          fuse=fuse, tuning_records=tuning_records, **target_options)
     signature = signature_of(module)
+    set_target(module, target)
 
     dump_dir = Path(dump_ir) if dump_ir is not None else None
     stage_index = 0
@@ -124,7 +135,7 @@ def build(
     lower_to_llvm(module, on_stage, tuning_records, fuse=fuse, layout=layout, profile=profile,
                   winograd=winograd)
     compiled = CompiledModule.from_llvm_module(module, params, signature)
-    if threads is not None:
+    if threads is not None and compiled.runnable:
         from xweave.runtime.threads import set_num_threads
 
         set_num_threads(compiled, threads)

@@ -54,9 +54,9 @@ def xweave_version() -> str:
 def target_info() -> dict[str, str]:
     """The host CPU (LLVM's name) and a hash of its feature string."""
     try:
-        from xweave.runtime.jit import _host_cpu
+        from xweave.target import _host_cpu
 
-        cpu, features = _host_cpu()
+        cpu, _, features = _host_cpu()
     except Exception:
         import platform
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from xweave.errors import XweaveError
 from xweave.autotune.dispatch import MIN_GAIN
+from xweave.target import as_target
 
 RUNNERS = ("local", "cluster")
 
@@ -106,7 +107,7 @@ def tune_model(
     tuner: str = "lgbm",
     early_stopping: int | None = None,
     seed: int | None = 0,
-    target: str = "llvm",
+    target: Any = None,
     threads: int | None = None,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     runner: str = "local",
@@ -132,12 +133,13 @@ def tune_model(
     from xweave.autotune.kernel_tasks import extract_tasks
     from xweave.autotune.search import TUNERS
     from xweave.autotune.tune import tune
-    from xweave.driver import TARGETS
+    from xweave.driver import ACCELERATORS
     from xweave.runtime.threads import NUM_THREADS_ENV, check_num_threads
 
     log = log or (lambda text: print(text, file=sys.stderr))
-    if target not in TARGETS:
-        raise TuneError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+    target = as_target(target)
+    if not target.is_cpu and target.kind not in ACCELERATORS:
+        raise TuneError(f"unknown target '{target}' (available: llvm, {', '.join(ACCELERATORS)})")
     if tuner not in TUNERS:
         raise TuneError(f"unknown tuner '{tuner}' (expected one of: {', '.join(TUNERS)})")
     if trials < 1:
@@ -181,7 +183,7 @@ def tune_model(
                    if kept else "")
                 + f" after {result.trials} new + {result.resumed} resumed trials, "
                   f"{failed} error(s); stopped: {result.stop_reason}")
-        if runner == "local" and target == "llvm":
+        if runner == "local" and target.is_cpu:
             check_in_model(model, records_path, threads, input_shapes, log=log)
     finally:
         builder.close()

@@ -5,8 +5,8 @@
     main = engine.get_function("main", [ctypes.c_void_p] * 3)
 
 `compile_llvm` converts the xDSL llvm dialect to LLVM IR (`_convert_module`), runs
-LLVM's new pass manager at O3 for the host CPU and its features (loop and SLP
-vectorization on), and keeps the optimized IR, the object bytes and (lazily) the
+LLVM's new pass manager at O3 for the module's target CPU and features (`xweave.target`,
+see `xweave.target`; loop and SLP vectorization on), and keeps the optimized IR, the object bytes and (lazily) the
 assembly. The object is position independent, so the same bytes load in this process,
 load in a fresh one, or link into a shared library.
 
@@ -63,6 +63,7 @@ from xweave.runtime.threads import (
     get_num_threads,
     set_num_threads,
 )
+from xweave.target import Target, as_target, target_of
 
 PARAM_TABLE = "xweave_param_table"
 PARAM_NAMES = "xweave_param_names"
@@ -109,19 +110,10 @@ def _initialize() -> None:
             _initialized = True
 
 
-@functools.cache
-def _host_cpu() -> tuple[str, str]:
-    name = llvm_binding.get_host_cpu_name()
-    try:
-        features = llvm_binding.get_host_cpu_features().flatten()
-    except RuntimeError:
-        features = ""
-    return name, features
-
-
-def _create_target_machine(reloc: str) -> llvm_binding.TargetMachine:
+def _create_target_machine(reloc: str, target: Target | None = None) -> llvm_binding.TargetMachine:
+    """A new target machine for `target` (default: this host, with all its features)."""
     _initialize()
-    cpu, features = _host_cpu()
+    cpu, features = (target or Target()).llvm_cpu_and_features()
     return llvm_binding.Target.from_default_triple().create_target_machine(
         cpu=cpu,
         features=features,
@@ -131,18 +123,23 @@ def _create_target_machine(reloc: str) -> llvm_binding.TargetMachine:
     )
 
 
-def host_target_machine(reloc: str = "pic") -> llvm_binding.TargetMachine:
-    """The (cached) target machine for this CPU and its features, at O3.
+def target_machine(target: Target, reloc: str = "pic") -> llvm_binding.TargetMachine:
+    """The (cached) target machine for a CPU target, at O3.
 
     Use it to optimize and emit code only: an MCJIT engine takes ownership of the
     target machine it is created with, so engines get their own (`load_object`).
     """
-    return _cached_target_machine(reloc)
+    return _cached_target_machine(target.resolve(), reloc)
+
+
+def host_target_machine(reloc: str = "pic") -> llvm_binding.TargetMachine:
+    """The (cached) target machine for this CPU and its features, at O3."""
+    return _cached_target_machine(None, reloc)
 
 
 @functools.cache
-def _cached_target_machine(reloc: str) -> llvm_binding.TargetMachine:
-    return _create_target_machine(reloc)
+def _cached_target_machine(target: Target | None, reloc: str) -> llvm_binding.TargetMachine:
+    return _create_target_machine(reloc, target)
 
 
 # ----------------------------------------------------------------------------------
@@ -160,6 +157,8 @@ class CompiledObject:
     """The LLVM IR after O3."""
     param_names: tuple[str, ...]
     """Names of the parameters (without prefix), in the order of the object's table."""
+    target: Target = field(default_factory=Target)
+    """The (resolved) CPU target the code was generated for."""
     _assembly: str | None = field(default=None, repr=False)
 
     @property
@@ -167,7 +166,7 @@ class CompiledObject:
         """The optimized module as assembly (generated on first access)."""
         if self._assembly is None:
             module = llvm_binding.parse_assembly(self.llvm_ir)
-            self._assembly = host_target_machine("pic").emit_assembly(module)
+            self._assembly = target_machine(self.target).emit_assembly(module)
         return self._assembly
 
     def load(self, symbols: Mapping[str, object] | None = None) -> Engine:
@@ -175,21 +174,25 @@ class CompiledObject:
         return load_object(self.object_bytes, symbols)
 
 
-def compile_llvm(module: ModuleOp | str) -> CompiledObject:
-    """Optimize an llvm-dialect module (or its text, or LLVM IR text) for the host CPU.
+def compile_llvm(module: ModuleOp | str, target: Target | str | None = None) -> CompiledObject:
+    """Optimize an llvm-dialect module (or its text, or LLVM IR text) for a CPU target:
+    `target` if given, else the module's (`xweave.target`), else the default target.
 
     Only `llvm.func` and `llvm.mlir.global` may be at the top level. The module is not
     modified.
     """
-    tm = host_target_machine("pic")
     param_names: tuple[str, ...] = ()
     if isinstance(module, str) and _is_llvm_ir_text(module):
         text = module
+        resolved = as_target(target).resolve()
+        tm = target_machine(resolved)
     else:
         if isinstance(module, str):
             from xweave.context import parse_module
 
             module = parse_module(module)
+        resolved = (as_target(target) if target is not None else target_of(module)).resolve()
+        tm = target_machine(resolved)
         ir_module, param_names = _to_llvm_ir(module, tm)
         text = _with_loop_ids(str(ir_module))
     try:
@@ -202,7 +205,7 @@ def compile_llvm(module: ModuleOp | str) -> CompiledObject:
     _optimize(mod, tm)
     optimized = str(mod)
     object_bytes = tm.emit_object(mod)
-    return CompiledObject(object_bytes, optimized, param_names)
+    return CompiledObject(object_bytes, optimized, param_names, resolved)
 
 
 def _is_llvm_ir_text(text: str) -> bool:

@@ -25,6 +25,7 @@ from xweave.runtime.profile import (
     run_profile,
     slots_of,
 )
+from xweave.target import Target, TargetError, host_cpu_name
 
 FORMAT_VERSION = 1
 
@@ -96,11 +97,14 @@ class CompiledModule:
     def __init__(self, object_bytes: bytes, params: dict[str, np.ndarray],
                  inputs: list[TensorSpec], outputs: list[TensorSpec], compiled=None,
                  peak_memory_bytes: int | None = None,
-                 profile_slots: tuple[ProfileSlot, ...] | None = None):
+                 profile_slots: tuple[ProfileSlot, ...] | None = None,
+                 target: Target | None = None):
         from xweave.passes.memory_plan import ARENA
         from xweave.runtime.arena import allocate_arena
         from xweave.runtime.jit import load_object
 
+        self.target = (target or Target()).resolve()
+        """The CPU target the code was generated for."""
         self.object_bytes = object_bytes
         # not weights: the arena and a profiling build's counters (one of each per instance)
         self.params = {k: v for k, v in params.items() if k not in (ARENA, PROFILE_GLOBAL)}
@@ -120,15 +124,31 @@ class CompiledModule:
         if profile_slots:
             self._profile_counters = np.zeros(len(profile_slots), np.int64)
             symbols[PROFILE_GLOBAL] = self._profile_counters
+        self._engine = None
+        missing = self.target.missing_on_host()
+        if missing:  # code for another machine: it can be exported, not run here
+            self._not_runnable = (
+                f"the module was compiled for '{self.target}', and this CPU "
+                f"('{host_cpu_name()}') lacks {', '.join(missing)}")
+            self._main = self._refuse
+            return
         self._engine = load_object(object_bytes, symbols)
         self._main = self._engine.get_function(
             "main", [ctypes.c_void_p] * (len(inputs) + len(outputs))
         )
 
+    @property
+    def runnable(self) -> bool:
+        """Whether this CPU can run the code (it has every feature of the target)."""
+        return self._engine is not None
+
+    def _refuse(self, *args) -> None:
+        raise TargetError(self._not_runnable)
+
     @staticmethod
     def from_llvm_module(module: ModuleOp, params: dict[str, np.ndarray],
                          signature: tuple[list[TensorSpec], list[TensorSpec]]) -> CompiledModule:
-        """Optimize and compile an llvm-dialect module for the host CPU."""
+        """Optimize and compile an llvm-dialect module for its target CPU."""
         from xweave.passes.memory_plan import PEAK_ATTR
         from xweave.runtime.jit import compile_llvm
 
@@ -138,7 +158,8 @@ class CompiledModule:
                      and op.sym_name.data == "main"), None)
         return CompiledModule(compiled.object_bytes, params, signature[0], signature[1], compiled,
                               peak.value.data if isinstance(peak, IntegerAttr) else None,
-                              slots_of(main.attributes) if main is not None else None)
+                              slots_of(main.attributes) if main is not None else None,
+                              compiled.target)
 
     @property
     def llvm_ir(self) -> str:
@@ -225,6 +246,7 @@ class CompiledModule:
             "format": "xweave-module",
             "version": FORMAT_VERSION,
             "target": "llvm",
+            "cpu": str(self.target),
             "inputs": [s.to_json() for s in self.inputs],
             "outputs": [s.to_json() for s in self.outputs],
             "peak_memory_bytes": self.peak_memory_bytes,
@@ -265,6 +287,12 @@ def load_module(path: str | os.PathLike) -> CompiledModule:
     if manifest.get("format") != "xweave-module" or manifest.get("version") != FORMAT_VERSION:
         raise ModelError(f"{path}: unsupported module format {manifest.get('format')!r} "
                          f"version {manifest.get('version')!r}")
+    target = Target.parse(manifest["cpu"]) if "cpu" in manifest else Target()
+    missing = target.missing_on_host()
+    if missing:
+        raise TargetError(f"{path}: compiled for '{target}'; this CPU ('{host_cpu_name()}') "
+                          f"lacks {', '.join(missing)}: compile it again with --target llvm "
+                          "(or for a CPU without these features)")
     return CompiledModule(
         object_bytes, params,
         [TensorSpec.from_json(d) for d in manifest["inputs"]],
@@ -272,4 +300,5 @@ def load_module(path: str | os.PathLike) -> CompiledModule:
         peak_memory_bytes=manifest.get("peak_memory_bytes"),
         profile_slots=(tuple(ProfileSlot.from_json(d) for d in manifest["profile"])
                        if manifest.get("profile") is not None else None),
+        target=target,
     )

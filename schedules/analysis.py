@@ -14,6 +14,7 @@ from xdsl.ir import Block, SSAValue
 
 from xweave.dialects import loop
 from xweave.passes.loop_utils import enclosing_loops, perfect_nest
+from xweave.target import MachineModel, machine_model, target_of
 
 
 @dataclass
@@ -63,6 +64,8 @@ class KernelInfo:
     name: str
     stages: list[Stage]
     tags: list[str]
+    machine: MachineModel
+    """The target's machine model (from the module's `xweave.target`)."""
 
     @property
     def anchor(self) -> Stage:
@@ -143,4 +146,5 @@ def analyse(kernel: func.FuncOp) -> KernelInfo:
         stage.operands = len({load.memref for load in nest[-1].walk()
                               if isinstance(load, loop.LoadOp) and load.memref is not buffer})
     tags = [s.name for s in stages.values()]
-    return KernelInfo(kernel.sym_name.data, list(stages.values()), tags)
+    return KernelInfo(kernel.sym_name.data, list(stages.values()), tags,
+                      machine_model(target_of(kernel)))

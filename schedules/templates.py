@@ -23,25 +23,14 @@ from __future__ import annotations
 import itertools
 from abc import ABC, abstractmethod
 
-from xweave.dialects import loop
 from xweave.schedules.analysis import KernelInfo, Stage
-from xweave.schedules.machine import vector_registers
 
 VECTOR = 8  # f32 lanes of a ymm register
-L1_BYTES = 32 * 1024  # per core (Zen 3)
-L2_BYTES = 512 * 1024  # per core
-K_BLOCK_MIN_PANEL = L2_BYTES
-"""K blocking starts when one column panel of the packed operand (reduction x cols
-floats) is at least this big: below, the panel stays in L2 while the row tiles stream
-past it, and blocking only adds passes over the output. Measured (1 thread, ratio to
-numpy, interleaved, medians): 2048^3 (128 KB panels) 0.79-0.81 blocked against
-0.83-0.87 not (2 threads 0.90-0.95 against 0.97-1.04); 1024x4096x1024 (256 KB) 0.67
-against 0.71; 2048x8192x1024 (512 KB) 0.77 against 0.71."""
 DEFAULT_BLOCK_REGISTERS = 15
 """Registers a default register block uses at most (accumulators + a vector of the
 packed operand per column vector + a broadcast), whatever the register file holds; the
-tuner's space takes blocks up to the whole file (`machine.vector_registers()`: 16 ymm
-registers, 32 with AVX-512). Larger default blocks on Zen 4 (up to 16 accumulators in
+tuner's space takes blocks up to the whole file (the machine model's
+`vector_registers`: 16 ymm registers, 32 with AVX-512). Larger default blocks on Zen 4 (up to 16 accumulators in
 32 registers, 1 thread, alternating rounds with these) sped up lone NCHW convs
 (ResNet-18 C1-C12 against onnxruntime: geomean 0.85 -> 0.96) but not whole models
 (MobileNetV2 0.91x: its NCHW16c 1x1 convs with a clip epilogue 5-10% slower; ResNet-50
@@ -65,13 +54,10 @@ for a ragged 4 x 16 (0.96); 7x7 (0.875 for 7 x 8) runs a ragged 4 x 16 15-35% fa
 RAGGED_MAX_EXTENT = 16
 """...and only over at most this many rows (7x7, 13x13): SqueezeNet's NCHW conv1
 (111 wide) ran 3.54 ms with a ragged 4 x 16 against 3.11 ms for 3 x 3 x 8."""
-L3_BYTES = 32 * 1024 * 1024  # shared by the cores
-ROW_BLOCK_BYTES = L3_BYTES // 4
+ROW_BLOCK_L3_SHARE = 4
 """Below K blocking, the rows are blocked (m_block) when the row operand is bigger
-than this: a block of it is re-read from L3 by every column panel, instead of the
-whole operand from memory. Measured at 2048^3 (interleaved with numpy, busy machine):
-blocks of 342 rows 0.89 of numpy against 0.74-0.77 unblocked (1 thread), 1.03 against
-0.90 (2 threads)."""
+than L3 / this: a block of it is re-read from L3 by every column panel, instead of the
+whole operand from memory (bench/README: 2048^3 matmul)."""
 
 
 def step(pass_name: str, kernel: str, **options) -> str:
@@ -272,7 +258,7 @@ class BlockedReduction(Template):
         vectors = max(1, config["tile_cols"] // VECTOR)
         outer = config.get("tile_rows_outer", 1)
         block = outer * config["tile_rows"] * vectors
-        if block + vectors + 1 > vector_registers():
+        if block + vectors + 1 > info.machine.vector_registers:
             return False
         anchor = info.anchor
         if anchor.spatial[self._axes(anchor)[0]][1] % config["tile_rows"]:
@@ -373,25 +359,29 @@ class BlockedReduction(Template):
         """GotoBLAS blocks: a kc x cols slice of a packed column panel fills half of L1
         (it is read by every row tile of a block), an mc x kc block of the row operand
         half of L2 (it is read by every column panel). Only when a whole panel would
-        not stay in L2 (K x cols floats >= K_BLOCK_MIN_PANEL); below, row blocks of at
-        most ROW_BLOCK_BYTES of the row operand when it is bigger than that."""
+        not stay in L2 (K x cols floats at least L2's size: below, the panel stays in L2
+        while the row tiles stream past it, and blocking only adds passes over the
+        output); below, row blocks of at most L3 / ROW_BLOCK_L3_SHARE of the row operand
+        when it is bigger than that."""
         if not self._k_blockable(info):
             return 0, 0
         extent = info.anchor.reduce[0][1]
-        if extent * cols * 4 < K_BLOCK_MIN_PANEL:
+        machine = info.machine
+        row_block_bytes = machine.l3_bytes // ROW_BLOCK_L3_SHARE
+        if extent * cols * 4 < machine.l2_bytes:
             # Row blocks only, once the row operand no longer stays in L3 while the
             # column panels go by (the panels are then re-read once per row block).
             rows_total = info.anchor.spatial[self._axes(info.anchor)[0]][1]
-            if rows_total * extent * 4 <= ROW_BLOCK_BYTES:
+            if rows_total * extent * 4 <= row_block_bytes:
                 return 0, 0
             m_blocks = [m for m in self.knobs(info)["m_block"] if m]
-            return 0, max([m for m in m_blocks if m * extent * 4 <= ROW_BLOCK_BYTES]
+            return 0, max([m for m in m_blocks if m * extent * 4 <= row_block_bytes]
                           or m_blocks[:1])
-        fits = [f for f in self.knobs(info)["k_block"] if f and f * cols * 4 <= L1_BYTES // 2]
+        fits = [f for f in self.knobs(info)["k_block"] if f and f * cols * 4 <= machine.l1_bytes // 2]
         if not fits:
             return 0, 0
         k_block = max(fits)
-        rows_in_l2 = L2_BYTES // 2 // (k_block * 4)
+        rows_in_l2 = machine.l2_bytes // 2 // (k_block * 4)
         m_blocks = [m for m in self.knobs(info)["m_block"] if m]
         return k_block, max([m for m in m_blocks if m <= rows_in_l2] or m_blocks[:1])
 

@@ -89,8 +89,8 @@ def test_extract_tasks_dedupes_equal_kernels_and_orders_by_cost(model):
 
 
 def test_the_space_excludes_register_blocks_that_cannot_fit_the_registers(tmp_path):
-    from xweave.schedules.machine import vector_registers
     from xweave.schedules.templates import VECTOR
+    from xweave.target import machine_model
 
     path = conv_model(tmp_path / "wide.onnx", channels=16, size=14, convs=1)
     conv = next(t for t in extract_tasks(path) if t.is_reduction)
@@ -101,7 +101,7 @@ def test_the_space_excludes_register_blocks_that_cannot_fit_the_registers(tmp_pa
         c = conv.config(point)
         vectors = max(1, c["tile_cols"] // VECTOR)
         block = c["tile_rows_outer"] * c["tile_rows"] * vectors
-        fits = block + vectors + 1 <= vector_registers()
+        fits = block + vectors + 1 <= machine_model().vector_registers
         if not fits:
             assert not space.is_valid(point)
             invalid += 1

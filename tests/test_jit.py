@@ -232,11 +232,10 @@ def test_pic_object_links_into_a_shared_library(tmp_path, scale64):
 
 
 def test_target_machine_is_the_host_cpu():
-    from xweave.runtime.jit import _host_cpu
+    from xweave.target import Target
 
-    name, features = _host_cpu()
-    assert name == llvm_binding.get_host_cpu_name()
-    assert features == llvm_binding.get_host_cpu_features().flatten()
+    assert Target().llvm_cpu_and_features() == (
+        llvm_binding.get_host_cpu_name(), llvm_binding.get_host_cpu_features().flatten())
 
 
 def test_vector_store_through_a_stack_buffer():

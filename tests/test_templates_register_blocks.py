@@ -17,10 +17,9 @@ import pytest
 from xdsl.dialects import func
 
 from xweave import te
-from xweave.errors import XweaveError
 from xweave.kernel import build_kernel, lower_kernel_to_loop
 from xweave.operators import nn
-from xweave.schedules import analyse, apply_steps, machine, template_for
+from xweave.schedules import analyse, apply_steps, template_for
 from xweave.schedules.templates import DEFAULT_BLOCK_REGISTERS, VECTOR
 
 RNG = np.random.default_rng(12)
@@ -192,44 +191,19 @@ def test_reduction_guards_counts_guards_in_the_reduction():
     assert _reduction_guards(str(module)) > 0
 
 
-# --- the machine model: 16 or 32 vector registers ------------------------------------
-# `schedules.machine.vector_registers`: 16 ymm registers on an AVX2 CPU, 32 with
-# AVX-512VL. Default blocks stay within DEFAULT_BLOCK_REGISTERS whatever the file; the
-# tuner's space admits blocks up to the file (the conftest pins 16 for every other
-# test), and those larger blocks compute the conv.
+# --- the register file: 16 or 32 vector registers ------------------------------------
+# The machine model's `vector_registers` (16 ymm registers on an AVX2 CPU, 32 with
+# AVX-512; `XWEAVE_VECTOR_REGISTERS` overrides it). Default blocks stay within
+# DEFAULT_BLOCK_REGISTERS whatever the file; the tuner's space admits blocks up to the
+# file, and those larger blocks compute the conv.
 
 
 @pytest.fixture
 def registers(monkeypatch):
-    """Set the register count the templates see (cache cleared before and after)."""
-    def use(count: str | None):
-        if count is None:
-            monkeypatch.delenv(machine.ENV, raising=False)
-        else:
-            monkeypatch.setenv(machine.ENV, count)
-        machine.vector_registers.cache_clear()
-    yield use
-    machine.vector_registers.cache_clear()
-
-
-def test_the_host_count_follows_its_features(registers):
-    import llvmlite.binding as llvm
-
-    registers(None)
-    expected = 32 if llvm.get_host_cpu_features().get("avx512vl") else 16
-    assert machine.vector_registers() == expected
-
-
-@pytest.mark.parametrize("count", ["16", "32"])
-def test_the_environment_overrides_the_host(registers, count):
-    registers(count)
-    assert machine.vector_registers() == int(count)
-
-
-def test_a_bad_override_is_a_clear_error(registers):
-    registers("24")
-    with pytest.raises(XweaveError, match="XWEAVE_VECTOR_REGISTERS='24'"):
-        machine.vector_registers()
+    """Set the register count the templates see."""
+    def use(count: str):
+        monkeypatch.setenv("XWEAVE_VECTOR_REGISTERS", count)
+    return use
 
 
 @pytest.mark.parametrize("size", [56, 28, 14, 7])
@@ -257,6 +231,7 @@ def test_the_space_admits_larger_blocks_with_more_registers(registers):
             "tile_cols": 16}  # 28 accumulators + 2 column vectors + a broadcast
     assert not template.valid(info, wide)
     registers("32")
+    info, template = kernel_info(inputs, out)  # the machine model is read at analysis
     assert template.valid(info, wide)
     assert template.knobs(info) == knobs  # same knobs: records stay comparable
 
