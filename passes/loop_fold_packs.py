@@ -35,7 +35,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph, loop
-from xweave.passes.loop_pack import PACK_ATTR, pack_array
+from xweave.passes.loop_pack import PACK_ATTR, pack_array, packed_shape
 
 
 def global_array(op: loop.GlobalOp) -> np.ndarray:
@@ -144,6 +144,9 @@ class LoopFoldConstantPacksPass(ModulePass):
         nest = _packing_stage(kernel, alloc, arg)
         if nest is None or not calls:
             return
+        shape = packed_shape(list(cast(MemRefType, arg.type).get_shape()), splits)
+        if [shape[d] for d in order] != list(cast(MemRefType, alloc.memref.type).get_shape()):
+            return  # it packs another packed copy of the argument (a chain): left at run time
         sources = []
         for call in calls:
             producer = call.arguments[index].owner

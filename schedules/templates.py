@@ -349,9 +349,11 @@ class BlockedReduction(Template):
         anchor reads along its rows gets packed into panels padded to whole tiles
         (temporaries such as a padded input are grown by loop-compute-at instead)."""
         anchor = info.anchor
-        u, _ = self._axes(anchor)
+        u, v = self._axes(anchor)
         row = anchor.spatial[u][0]
-        packed = {arg for arg, _ in self._pack_plan(info, anchor, u, 2, False, unit_windows=True)}
+        columns = {arg for arg, _ in self._pack_plan(info, anchor, v, 2 * VECTOR, False)}
+        packed = {arg for arg, _ in self._pack_plan(info, anchor, u, 2, False, unit_windows=True)
+                  if arg not in columns}
         return all(arg in packed for arg, dims in anchor.reads
                    if any(row in loops for loops in dims))
 
@@ -405,12 +407,17 @@ class BlockedReduction(Template):
         for d, size in zip(block, sizes):
             ragged = {"guard": "innermost"} if d != v and tiled.extent(names[d]) % size else {}
             steps.append(step("loop-split", k, loop=names[d], factor=size, **ragged))
-        steps += self._packs(info, anchor, v, cols, config["parallel"])
+        column_packs = self._pack_plan(info, anchor, v, cols, config["parallel"])
+        steps += [s for _, s in column_packs]
         if config.get("pack_rows", True):
             # A ragged row tile reads its rows from a panel padded to whole tiles, also
             # through a 1x1 window (`x + rx`, rx < 1): its reduction then runs unguarded.
-            steps += self._packs(info, anchor, u, rows, config["parallel"],
-                                 unit_windows=bool(anchor.spatial[u][1] % rows))
+            # An operand read along both axes (the weights of a conv on 1x1 pixels,
+            # whose rows are output channel blocks) keeps its column panels.
+            steps += [s for arg, s in self._pack_plan(
+                info, anchor, u, rows, config["parallel"],
+                unit_windows=bool(anchor.spatial[u][1] % rows))
+                if arg not in {a for a, _ in column_packs}]
         reduce_loops = self._reduce_loops(anchor, config)
         blocks = self._blocks(info, config, rows)
         if blocks is not None:

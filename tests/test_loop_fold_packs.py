@@ -35,6 +35,18 @@ def test_folded_packs_compute_the_same():
                    for op in module.walk())
 
 
+def test_a_chain_of_packs_folds_its_first_link_and_computes_the_same():
+    """Two packs of one constant argument (the second copies the first's source: a
+    chain): the first folds, the second stays a packing stage on the folded layout."""
+    _, want, want2 = run("loop-simplify")
+    module, got, got2 = run("loop-pack{buffer=1 split_dim=1 factor=2},"
+                            "loop-pack{buffer=1 split_dim=0 factor=2},loop-fold-constant-packs")
+    np.testing.assert_allclose(got, want)
+    np.testing.assert_allclose(got2, want2)
+    assert [g.type.get_shape() for g in module.ops if isinstance(g, loop.GlobalOp)] == [(2, 2, 2)] * 2
+    assert any(isinstance(op, loop.ForOp) and op.name_str.startswith("w_pack") for op in module.walk())
+
+
 def test_pack_array_matches_the_packing_stage_layout():
     a = np.arange(5 * 3 * 2, dtype=np.float32).reshape(5, 3, 2)
     # split dim 0 by 4 and dim 2 by 2, then put the dim-0 lanes first
