@@ -36,6 +36,20 @@ SMALL = {
     "bert_encoder": dict(layers=1, seq=8, hidden=32, heads=4, ffn=64),
     "bert_encoder_decomposed": dict(layers=1, seq=8, hidden=32, heads=4, ffn=64,
                                     layer_norm="decomposed"),
+    # The zoo of architecture patterns. SE blocks of 480 and 288 channels: their 1x1
+    # convs on 1x1 pixels read the weights along both register-block axes.
+    "mobilenet_v3_large": dict(image=32, classes=10, settings=(
+        (3, 16, 16, False, "relu", 1), (5, 72, 40, True, "relu", 2),
+        (3, 480, 112, True, "hardswish", 1))),
+    "efficientnet_b0": dict(image=32, classes=10, settings=((1, 3, 1, 16, 1), (6, 3, 2, 48, 2))),
+    "shufflenet_v2": dict(image=32, classes=10, stages=((58, 2), (116, 2)), last=64),
+    "densenet121": dict(image=32, classes=10, blocks=(2, 2), growth=8, stem=16, bn_size=2),
+    "googlenet": dict(image=32, classes=10, width=0.25, inceptions=(
+        (64, 96, 128, 16, 32, 32), "pool", (192, 96, 208, 16, 48, 64))),
+    "mobilenet_v1": dict(image=32, classes=10, width_mult=0.25,
+                         settings=((64, 1), (128, 2), (128, 1))),
+    "convnext_tiny": dict(image=32, classes=10, depths=(1, 1), dims=(16, 32)),
+    "vit": dict(image=32, patch=8, hidden=32, heads=4, mlp=64, layers=1, classes=10),  # 17 tokens
 }
 
 
@@ -60,6 +74,8 @@ def test_full_size_shapes():
     """The full-size models are the standard architectures: parameters and shapes."""
     expected_params = {  # millions, as published (ResNet-50: 25.6, MobileNetV2: 3.5)
         "resnet18": 11.7, "resnet50": 25.6, "mobilenet_v2": 3.5, "squeezenet1_1": 1.24,
+        "mobilenet_v3_large": 5.48, "efficientnet_b0": 5.29, "shufflenet_v2": 2.28,
+        "densenet121": 7.98, "googlenet": 6.62, "mobilenet_v1": 4.2, "convnext_tiny": 28.6,
     }
     for name, millions in expected_params.items():
         model = models.build(name)
