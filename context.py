@@ -27,3 +27,18 @@ def parse_module(text: str, name: str = "<string>"):
     module = Parser(make_context(), text, name).parse_module()
     module.verify()
     return module
+
+
+def print_module(module) -> str:
+    """The module as text, exactly as `xweave-opt` prints it (dialect resources included)."""
+    import io
+
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.printer import Printer
+
+    stream = io.StringIO()
+    printer = Printer(stream=stream)
+    printer.print_op(module)
+    printer.print_metadata([Builtin])
+    print("\n", file=stream)
+    return stream.getvalue()

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.printer import Printer
 
 from xweave.errors import XweaveError
 from xweave.target import Target, as_target, set_target
@@ -27,20 +26,6 @@ def _as_graph_module(module_or_path, input_shapes=None) -> ModuleOp:
     from xweave.frontend.onnx import load_onnx
 
     return load_onnx(module_or_path, input_shapes=input_shapes)
-
-
-def print_module(module: ModuleOp) -> str:
-    """The module as text, exactly as `xweave-opt` prints it (dialect resources included)."""
-    import io
-
-    from xdsl.dialects.builtin import Builtin
-
-    stream = io.StringIO()
-    printer = Printer(stream=stream)
-    printer.print_op(module)
-    printer.print_metadata([Builtin])
-    print("\n", file=stream)
-    return stream.getvalue()
 
 
 def build(
@@ -86,6 +71,7 @@ def build(
     simulated accelerator and the rest on the CPU (see `xweave.runtime.hetero`);
     `target_options` (config=, virtual_threads=, min_in_channels=) tune that.
     """
+    from xweave.context import print_module
     from xweave.pipeline import lower_to_llvm
     from xweave.runtime.module import CompiledModule, signature_of
 

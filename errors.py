@@ -17,3 +17,10 @@ class ModelError(XweaveError):
 
 class InputError(XweaveError):
     """`run` was given a missing, extra, or wrongly shaped/typed input."""
+
+
+class InternalCompilerError(XweaveError):
+    """A compiler pass failed unexpectedly (a bug in xweave, not in the input): names
+    the stage, the pass and the kernel, and where the reproducer was written."""
+
+    exit_code = 3

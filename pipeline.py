@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
-from xweave.context import make_context
+from xweave.context import make_context, print_module
+from xweave.errors import InternalCompilerError, XweaveError
 
 
 @dataclass(frozen=True)
@@ -112,13 +114,79 @@ def lower_to_llvm(
 
     `on_stage(name, module)` is called with the input ("graph") and after every stage,
     e.g. to dump the IR or to interpret a stage and compare it with the one before.
+
+    A pass that fails unexpectedly (anything but an `XweaveError`, which the input
+    causes) raises `InternalCompilerError` naming the stage, the pass and the kernel,
+    after writing a reproducer: the IR before that pass, replayed by the `xweave-opt`
+    command the message gives (see `write_reproducer`).
     """
     ctx = make_context()
+    original = module.clone()  # the graph stage is small: kept to rebuild a reproducer
+    stages = llvm_stages(tuning_records, fuse, layout, profile, winograd)
     if on_stage:
         on_stage("graph", module)
-    for stage in llvm_stages(tuning_records, fuse, layout, profile, winograd):
-        PassPipeline(stage.passes).apply(ctx, module)
-        module.verify()
+    for number, stage in enumerate(stages):
+        for index, pass_ in enumerate(stage.passes):
+            try:
+                pass_.apply(ctx, module)
+                if index == len(stage.passes) - 1:
+                    module.verify()
+            except XweaveError:
+                raise
+            except Exception as e:
+                raise _crash(original, stages[:number] + [Stage(stage.name, stage.passes[:index])],
+                             stage.name, pass_, e) from e
         if on_stage:
             on_stage(stage.name, module)
     return module
+
+
+CRASH_DIR_ENV = "XWEAVE_CRASH_DIR"
+"""Where reproducers of internal compiler errors are written (default: a new
+temporary directory per crash)."""
+
+
+def _crash(original: ModuleOp, done: list[Stage], stage: str, pass_: ModulePass,
+           error: Exception) -> InternalCompilerError:
+    """The error to raise for `pass_` failing with `error`, its reproducer written."""
+    from xweave.schedules import ScheduleStepError
+
+    where = [f"stage '{stage}'", f"pass '{pass_.name}'"]
+    cause: BaseException = error
+    if isinstance(error, ScheduleStepError):
+        where += [f"kernel '{error.kernel}'", f"step '{error.step}'"]
+        cause = error.__cause__ or error
+    elif getattr(pass_, "kernel", None):
+        where.append(f"kernel '{pass_.kernel}'")
+    message = f"internal error in {', '.join(where)}: {type(cause).__name__}: {cause}"
+    try:
+        path = write_reproducer(original, done, pass_, error)
+    except Exception as e:  # the report must not hide the first failure
+        return InternalCompilerError(f"{message} (no reproducer: {type(e).__name__}: {e})")
+    return InternalCompilerError(
+        f"{message}; reproducer: {path} (replay: xweave-opt {path} -p '{pass_}')")
+
+
+def write_reproducer(original: ModuleOp, done: list[Stage], pass_: ModulePass,
+                     error: BaseException) -> Path:
+    """Write the module as it was before `pass_` (the `done` stages applied again to a
+    copy of `original`: the pipeline is deterministic) with the `xweave-opt` command
+    that replays the failure in a header comment, and the traceback beside it."""
+    import os
+    import tempfile
+    import traceback
+
+    module = original.clone()
+    PassPipeline(tuple(p for stage in done for p in stage.passes)).apply(make_context(), module)
+    base = os.environ.get(CRASH_DIR_ENV)
+    folder = Path(base) if base else Path(tempfile.mkdtemp(prefix="xweave-crash-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "reproducer.mlir"
+    replayed = pass_pipeline_spec(done)
+    (folder / "traceback.txt").write_text("".join(traceback.format_exception(error)))
+    path.write_text(
+        f"// xweave internal error reproducer: the IR before pass '{pass_.name}'.\n"
+        f"// Replay: xweave-opt {path} -p '{pass_}'\n"
+        f"// (passes applied before it: {replayed or 'none'})\n"
+        + print_module(module))
+    return path

@@ -261,7 +261,7 @@ def build_vta(module, calibration, *, threads: int | None = None,
     virtual_threads, min_in_channels), and compile the CPU segments (with
     `fuse` and `tuning_records` as for target llvm)."""
     from xweave.accel.vta.offload import ACCELERATOR, compile_for_vta
-    from xweave.driver import print_module
+    from xweave.context import print_module
     from xweave.runtime.module import signature_of
 
     inputs, outputs = signature_of(module)

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
+from xweave.errors import XweaveError
 from xweave.schedules.analysis import KernelInfo, analyse
 from xweave.schedules.templates import TEMPLATES, Template
 from xweave.schedules.winograd import WinogradTransform
@@ -41,13 +42,34 @@ def default_schedule(kernel: func.FuncOp) -> list[str]:
     return template.pipeline(info, template.default_config(info))
 
 
-def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool) -> list[str]:
+class ScheduleStepError(Exception):
+    """A schedule step failed unexpectedly (not a refusal) on a kernel: which one, and
+    the step, so that a crash report can name them (`__cause__` is the error)."""
+
+    def __init__(self, kernel: str, step: str, error: BaseException):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.kernel = kernel
+        self.step = step
+
+    def __reduce__(self):  # it crosses process boundaries (the tuner's build workers)
+        return _step_error, (self.kernel, self.step, str(self))
+
+
+def _step_error(kernel: str, step: str, message: str) -> ScheduleStepError:
+    error = ScheduleStepError(kernel, step, RuntimeError())
+    error.args = (message,)
+    return error
+
+
+def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
+                kernel: str = "") -> list[str]:
     """Apply pass specs one by one; returns the steps that were applied.
 
     With `skip_illegal`, a step the pass refuses (PassFailedException: e.g. a loop
     whose accesses cannot be vectorized) is skipped; the passes check legality, the
     template only proposes. Every schedule pass leaves the IR untouched when it
     refuses, so no snapshot is needed. Without `skip_illegal`, the refusal propagates.
+    Any other failure (a bug) raises `ScheduleStepError` naming `kernel` and the step.
     """
     from xweave.context import make_context
     from xweave.passes import get_all_passes
@@ -61,6 +83,10 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool) -> li
             if not skip_illegal:
                 raise
             continue
+        except XweaveError:
+            raise
+        except Exception as e:
+            raise ScheduleStepError(kernel, spec, e) from e
         applied.append(spec)
     return applied
 
@@ -81,6 +107,12 @@ class ScheduleKernelsPass(ModulePass):
 
             tuned = tuned_schedules(self.tuning_records)
         for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
-            steps = tuned.steps_for(kernel) if tuned is not None else None
-            apply_steps(op, default_schedule(kernel) if steps is None else steps,
-                        skip_illegal=True)
+            name = kernel.sym_name.data
+            try:
+                steps = tuned.steps_for(kernel) if tuned is not None else None
+                steps = default_schedule(kernel) if steps is None else steps
+            except XweaveError:
+                raise
+            except Exception as e:
+                raise ScheduleStepError(name, "(choosing the schedule)", e) from e
+            apply_steps(op, steps, skip_illegal=True, kernel=name)

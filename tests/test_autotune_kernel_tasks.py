@@ -246,7 +246,7 @@ def test_build_with_records_applies_the_best_schedule_and_computes_the_same(mode
     from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
 
     LoopFoldConstantPacksPass().apply(make_context(), module)  # the stage's last pass
-    assert xweave.driver.print_module(module) == scheduled_file.read_text()
+    assert xweave.context.print_module(module) == scheduled_file.read_text()
 
 
 def test_recorded_schedules_are_retargeted_to_the_kernel_name(model, tmp_path):

@@ -113,7 +113,7 @@ def test_run_rejects_bad_inputs():
 def test_every_stage_interprets_like_onnxruntime(tmp_path):
     """graph, te and loop stages, run by the interpreters, agree with onnxruntime."""
     from xweave.dialects.interpreters import interpret
-    from xweave.driver import print_module
+    from xweave.context import print_module
     from xweave.context import parse_module
     from xweave.pipeline import lower_to_llvm
 

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 from xweave.context import parse_module
 from xweave.dialects import graph
 from xweave.dialects.interpreters import interpret
-from xweave.driver import print_module
+from xweave.context import print_module
 from xweave.errors import ModelError, UnsupportedOpsError
 from xweave.frontend.onnx import load_onnx
 

@@ -22,7 +22,7 @@ from xweave.context import parse_module
 from xweave.dialects import graph
 from xweave.dialects.graph import ConstantOp, PatternKind, constant_value
 from xweave.dialects.interpreters.graph import GraphFunctions
-from xweave.driver import print_module
+from xweave.context import print_module
 
 rng = np.random.default_rng(0)
 
