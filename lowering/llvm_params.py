@@ -82,6 +82,19 @@ def global_value(op: Operation) -> Attribute | None:
     return None
 
 
+def is_constant_global(op: Operation) -> bool:
+    """A global the code never writes (`loop.global`, or `memref.global ... constant`)."""
+    return op.name == "loop.global" or "constant" in op.properties
+
+
+def is_call_state(op: Operation) -> bool:
+    """An uninitialized, writable global: memory a call uses and no call keeps (the
+    arena of `plan-memory`, a profiling build's counters). Each call gets its own:
+    the lowering passes it to @main as an argument (see `loop_to_llvm`), so calls
+    from several threads never share it, and it is not a parameter."""
+    return is_global(op) and global_value(op) is None and not is_constant_global(op)
+
+
 def get_global_name(op: Operation) -> str:
     """The global referenced by a get_global op."""
     for v in (*op.properties.values(), *op.attributes.values()):
@@ -139,12 +152,13 @@ def extract_params(module: ModuleOp) -> dict[str, np.ndarray]:
     """Every global's value, by global name: call on the loop-stage module.
 
     Keys are the globals' names (the llvm-stage symbol is `xweave_param_<name>`).
-    An uninitialized global gets a zero-filled (writable) array. Arrays may be
-    read-only views of the IR's storage.
+    An uninitialized constant global gets a zero-filled array; call state (the arena,
+    `is_call_state`) is no parameter and is left out. Arrays may be read-only views
+    of the IR's storage.
     """
     params: dict[str, np.ndarray] = {}
     for op in module.ops:
-        if not is_global(op):
+        if not is_global(op) or is_call_state(op):
             continue
         name, memref_type = global_name(op), global_type(op)
         value = global_value(op)
