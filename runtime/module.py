@@ -346,8 +346,8 @@ def _parse_abi(abi: dict) -> dict:
             raise ValueError(f"ABI version {abi.get('abi_version')!r}")
         state = [(str(d["name"]), _count(d["nbytes"])) for d in abi["call_state"]]
         return {
-            "inputs": [_tensor_spec(d, "") for d in abi["inputs"]],
-            "outputs": [_tensor_spec(d, "") for d in abi["outputs"]],
+            "inputs": [_tensor_spec(d, "'inputs") for d in abi["inputs"]],
+            "outputs": [_tensor_spec(d, "'outputs") for d in abi["outputs"]],
             "call_state": state,
             "peak_memory_bytes": abi["peak_memory_bytes"],
             "profile": (tuple(ProfileSlot.from_json(d) for d in abi["profile"])
@@ -388,16 +388,16 @@ def _count(value: object) -> int:
 
 def _tensor_spec(d: object, where: str) -> TensorSpec:
     if not isinstance(d, dict):
-        raise ModelError(f"{where}: expected an object {{name, shape, dtype}}, got {d!r:.60}")
+        raise ModelError(f"{where}': expected an object {{name, shape, dtype}}, got {d!r:.60}")
     name, shape, dtype = d.get("name"), d.get("shape"), d.get("dtype")
     if not isinstance(name, str):
-        raise ModelError(f"{where}.name: expected a string, got {name!r:.60}")
+        raise ModelError(f"{where}.name': expected a string, got {name!r:.60}")
     if not isinstance(shape, list) or any(
             not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in shape):
-        raise ModelError(f"{where}.shape: expected a list of non-negative integers, "
+        raise ModelError(f"{where}.shape': expected a list of non-negative integers, "
                          f"got {shape!r:.60}")
     if dtype not in DTYPES:
-        raise ModelError(f"{where}.dtype: expected one of {', '.join(DTYPES)}, got {dtype!r:.60}")
+        raise ModelError(f"{where}.dtype': expected one of {', '.join(DTYPES)}, got {dtype!r:.60}")
     return TensorSpec(name, tuple(shape), dtype)
 
 
@@ -405,7 +405,7 @@ def _manifest_specs(manifest: dict, key: str) -> list[TensorSpec]:
     value = manifest.get(key)
     if not isinstance(value, list):
         raise ModelError(f"manifest field '{key}': expected a list, got {value!r:.60}")
-    return [_tensor_spec(d, f"manifest field '{key}[{i}]'") for i, d in enumerate(value)]
+    return [_tensor_spec(d, f"manifest field '{key}[{i}]") for i, d in enumerate(value)]
 
 
 def _check_manifest(manifest: dict, module: CompiledModule) -> None:
@@ -473,7 +473,10 @@ def load_module(path: str | os.PathLike) -> CompiledModule:
         if manifest.get("target", "llvm") != "llvm":  # CPU + accelerator
             from xweave.runtime.hetero import load_hetero
 
-            return load_hetero(path, zf, manifest)  # pyright: ignore[reportReturnType]
+            try:
+                return load_hetero(path, zf, manifest)  # pyright: ignore[reportReturnType]
+            except ModelError as e:
+                raise ModelError(_at(path, str(e))) from None
         _check_version(path, manifest)
         digest = manifest.get("module_sha256")
         if not isinstance(digest, str):
@@ -493,8 +496,13 @@ def load_module(path: str | os.PathLike) -> CompiledModule:
         module = CompiledModule(object_bytes, params)
         _check_manifest(manifest, module)
     except ModelError as e:
-        raise ModelError(f"{path}: {e}") from None
+        raise ModelError(_at(path, str(e))) from None
     return module
+
+
+def _at(path: Path, message: str) -> str:
+    """`message` prefixed by `path:` (once)."""
+    return message if message.startswith(f"{path}:") else f"{path}: {message}"
 
 
 def _check_version(path: Path, manifest: dict) -> None:

@@ -1,0 +1,72 @@
+"""One loaded module called from several threads at once (as onnxruntime's `run` is):
+every call has its own arena and profiling counters (call state, passed to @main), so
+results are those of a single-threaded run. (bench/concurrency.py runs 4 x 1000 calls
+and measures the throughput.)"""
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xweave
+from xweave.runtime.threads import set_num_threads
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "small_cnn.onnx"
+THREADS = 4
+CALLS = 100
+"""Calls per thread: each call has its own input, so calls sharing an arena would mix
+one call's intermediate results into another's output."""
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    return xweave.build(EXAMPLE)
+
+
+def _inputs(module, count: int) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    return [{s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in module.inputs}
+            for _ in range(count)]
+
+
+def _wrong_results(module, inputs, reference) -> int:
+    def calls(part: int) -> int:
+        wrong = 0
+        for i in range(part, len(inputs), THREADS):
+            out = module.run(**inputs[i])
+            wrong += any(not np.array_equal(a, b) for a, b in zip(out, reference[i]))
+        return wrong
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        return sum(pool.map(calls, range(THREADS)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_concurrent_calls_give_single_threaded_results(cnn, threads):
+    set_num_threads(cnn, threads)
+    assert cnn.peak_memory_bytes  # the intermediate buffers live in an arena
+    inputs = _inputs(cnn, THREADS * CALLS)
+    reference = [cnn.run(**x) for x in inputs]  # one call at a time
+    assert _wrong_results(cnn, inputs, reference) == 0
+
+
+def test_concurrent_calls_of_a_loaded_module(cnn, tmp_path):
+    cnn.export(tmp_path / "cnn.xwm")
+    loaded = xweave.load_module(tmp_path / "cnn.xwm")
+    inputs = _inputs(loaded, THREADS * 25)
+    reference = [cnn.run(**x) for x in inputs]
+    assert _wrong_results(loaded, inputs, reference) == 0
+
+
+def test_the_pool_grows_to_the_calls_in_flight_only(cnn):
+    """A caller that never overlaps its calls uses one arena; concurrent callers get
+    their own (never more than the calls in flight)."""
+    module = xweave.build(EXAMPLE)
+    x = _inputs(module, 1)[0]
+    for _ in range(5):
+        module.run(**x)
+    assert module._pool.idle == 1
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(lambda _: module.run(**x), range(THREADS * 20)))
+    assert 1 <= module._pool.idle <= THREADS
