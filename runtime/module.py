@@ -19,6 +19,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
 
 from xweave.errors import InputError, ModelError
+from xweave.runtime.threads import GOVERNOR, NUM_THREADS_GLOBAL
 from xweave.runtime.profile import (
     PROFILE_GLOBAL,
     Profile,
@@ -152,6 +153,18 @@ class CompiledModule:
         self._main = self._engine.get_function(
             "main", [ctypes.c_void_p] * (len(self.inputs) + len(self.outputs) + len(state))
         )
+        address = self._engine.address(NUM_THREADS_GLOBAL)
+        self._team = ctypes.c_int32.from_address(address) if address else None
+        """The code's thread count, which `_govern_threads` lowers on a busy machine."""
+
+    def _govern_threads(self) -> None:
+        """The thread count asked for, capped by the cores free now (`ThreadGovernor`)."""
+        team = self._team
+        if team is None:
+            return
+        want = min(self._engine._num_threads, GOVERNOR.cap(team.value))
+        if team.value != want:
+            team.value = want
 
     @staticmethod
     def from_llvm_module(module: ModuleOp, params: dict[str, np.ndarray],
@@ -217,6 +230,8 @@ class CompiledModule:
         from several threads at once."""
         arrays = self._check_inputs(inputs)
         outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
+        if time.perf_counter() >= GOVERNOR.next_check:
+            self._govern_threads()
         state = self._pool.take()
         try:
             self._main(*[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outputs],
@@ -230,6 +245,7 @@ class CompiledModule:
         """Seconds per run for `repeat` measurements of `number` runs each (after a warm-up)."""
         arrays = self._check_inputs(inputs)
         outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
+        self._govern_threads()
         state = self._pool.take()
         try:
             args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
