@@ -12,6 +12,8 @@ conversion, with `extract_params(module) -> {name: ndarray}`; the runtime
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
@@ -93,6 +95,31 @@ def is_call_state(op: Operation) -> bool:
     the lowering passes it to @main as an argument (see `loop_to_llvm`), so calls
     from several threads never share it, and it is not a parameter."""
     return is_global(op) and global_value(op) is None and not is_constant_global(op)
+
+
+def call_state_uses(functions: Sequence[Operation], state: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Function name -> the call-state globals (`state`, in that order) it reads, by a
+    `get_global` or through the functions it calls."""
+    uses: dict[str, set[str]] = {}
+    callees: dict[str, set[str]] = {}
+    for function in functions:
+        name = function.sym_name.data  # pyright: ignore[reportAttributeAccessIssue]
+        uses[name], callees[name] = set(), set()
+        for op in function.walk():
+            if is_get_global(op) and get_global_name(op) in state:
+                uses[name].add(get_global_name(op))
+            elif op.name == "func.call":
+                callees[name].add(op.callee.root_reference.data)  # pyright: ignore
+    changed = True
+    while changed:
+        changed = False
+        for name, called in callees.items():
+            for callee in called:
+                new = uses.get(callee, set()) - uses[name]
+                if new:
+                    uses[name] |= new
+                    changed = True
+    return {name: tuple(s for s in state if s in used) for name, used in uses.items()}
 
 
 def get_global_name(op: Operation) -> str:

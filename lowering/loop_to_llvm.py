@@ -27,7 +27,10 @@ Each `func.func` is rebuilt as an `llvm.func` in one walk (see `llvm_builder`):
   `vector.reduction <add>` is LLVM's ordered `vector.reduce.fadd`);
 * globals (weights) -> `llvm.mlir.global external @xweave_param_<name>` without an
   initializer (values: `llvm_params.extract_params`, bound by the runtime);
-  `get_global` -> `llvm.mlir.addressof`;
+  `get_global` -> `llvm.mlir.addressof`; call state (uninitialized writable globals:
+  the arena, profiling counters) -> trailing `!llvm.ptr` arguments of every function
+  reading it (itself or through calls), so each call of @main brings its own
+  (`CALL_STATE_ATTR` lists them on @main);
 * kernel arguments get `llvm.noalias` unless some call passes the same buffer twice,
   and `llvm.dereferenceable(<bytes>)`; `@main` keeps external linkage and its
   `xweave.*` attributes (`xweave.input_names`, `xweave.output_names`).
@@ -92,6 +95,7 @@ from xweave.lowering.llvm_builder import (
     unsupported,
 )
 from xweave.lowering.llvm_params import (
+    call_state_uses,
     extract_params,
     get_global_name,
     global_name,
@@ -259,7 +263,7 @@ class _ModuleLowering:
                 if is_call_state(op):
                     self.call_state[global_name(op)] = global_type(op)
         functions = [op for op in ops if isinstance(op, func.FuncOp)]
-        self.state_of = self._find_call_state(functions)
+        self.state_of = call_state_uses(functions, list(self.call_state))
         signatures = {
             f.sym_name.data: _signature(f, len(self.state_of[f.sym_name.data])) for f in functions
         }
@@ -305,30 +309,6 @@ class _ModuleLowering:
             "external",
             constant=True if constant else None,
         )
-
-    def _find_call_state(self, functions: Sequence[func.FuncOp]) -> dict[str, tuple[str, ...]]:
-        """`state_of`: the call state each function reads, directly or through calls."""
-        uses: dict[str, set[str]] = {}
-        callees: dict[str, set[str]] = {}
-        for function in functions:
-            name = function.sym_name.data
-            uses[name], callees[name] = set(), set()
-            for op in function.walk():
-                if is_get_global(op) and get_global_name(op) in self.call_state:
-                    uses[name].add(get_global_name(op))
-                elif isinstance(op, func.CallOp):
-                    callees[name].add(op.callee.root_reference.data)
-        changed = True
-        while changed:
-            changed = False
-            for name, called in callees.items():
-                for callee in called:
-                    new = uses.get(callee, set()) - uses[name]
-                    if new:
-                        uses[name] |= new
-                        changed = True
-        return {name: tuple(s for s in self.call_state if s in used)
-                for name, used in uses.items()}
 
     def state_args_of_call(self, callee: str, fl: FunctionLowering) -> list[SSAValue]:
         """The caller's call-state arguments a call of `callee` passes on."""

@@ -70,3 +70,47 @@ def test_the_pool_grows_to_the_calls_in_flight_only(cnn):
     with ThreadPoolExecutor(THREADS) as pool:
         list(pool.map(lambda _: module.run(**x), range(THREADS * 20)))
     assert 1 <= module._pool.idle <= THREADS
+
+
+def test_the_governor_caps_threads_by_the_free_cores(tmp_path):
+    """Runnable tasks of the machine minus the caller's own team: the cores left. A
+    single sample does not lower the cap (a passing task); two in a row do."""
+    from xweave.runtime.threads import ThreadGovernor
+
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.00 0.00 0.00 1/100 1\n")
+    governor = ThreadGovernor(str(loadavg))
+    governor._cores = governor._online = governor._cap = governor._last = 4
+
+    def cap(running: int, team: int) -> int:
+        loadavg.write_text(f"0.50 0.40 0.30 {running}/100 1\n")
+        governor.next_check = 0.0
+        return governor.cap(team)
+
+    assert cap(1, 1) == 4    # the caller alone
+    assert cap(4, 4) == 4    # the caller and its 3 workers
+    assert cap(6, 4) == 4    # 2 other tasks, once: maybe passing
+    assert cap(6, 4) == 2    # ... and again: 2 cores left
+    assert cap(9, 2) == 2
+    assert cap(9, 2) == 1    # busier than the machine: 1 thread, never 0
+    assert cap(2, 1) == 3    # one other task left: back up at once
+    governor.next_check = float("inf")
+    loadavg.write_text("0.50 0.40 0.30 1/100 1\n")
+    assert governor.cap(1) == 3  # between samples, the last cap
+
+
+def test_run_lowers_the_thread_count_on_a_busy_machine_only(cnn, monkeypatch):
+    from xweave.runtime import threads
+
+    set_num_threads(cnn, 2)
+    x = _inputs(cnn, 1)[0]
+    expected = cnn.run(**x)
+    monkeypatch.setattr(threads.GOVERNOR, "cap", lambda team: 1)
+    monkeypatch.setattr(threads.GOVERNOR, "next_check", 0.0)
+    out = cnn.run(**x)
+    assert cnn._team is not None and cnn._team.value == 1
+    assert threads.get_num_threads(cnn) == 2  # what was asked for stays
+    assert all(np.array_equal(a, b) for a, b in zip(out, expected))
+    monkeypatch.setattr(threads.GOVERNOR, "cap", lambda team: 8)
+    cnn.run(**x)
+    assert cnn._team.value == 2  # never more than asked for

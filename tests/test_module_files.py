@@ -255,3 +255,17 @@ def test_xweave_run_refuses_a_damaged_module_in_one_line(tmp_path, case):
     assert proc.returncode != 0 and proc.returncode > 0
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_code_for_cpu_features_this_host_lacks_is_refused(monkeypatch):
+    """The ABI records the CPU and features the code was compiled for; loading checks
+    them against the host's before any of the code runs."""
+    from xweave.errors import ModelError
+    from xweave.runtime import jit
+
+    real = jit.target_description()
+    fake = {**real, "cpu": "future", "features": real["features"] + ",+xweave-test-feature"}
+    monkeypatch.setattr(jit, "target_description", lambda: fake)
+    with pytest.raises(ModelError, match=r"compiled for CPU 'future'.* lacks .*xweave-test-feature"):
+        _model(False)
+    assert jit.missing_cpu_features(real) == []
