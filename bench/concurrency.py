@@ -13,8 +13,10 @@
   (medians): once with 1 thread per call (a server's setting: parallelism across
   requests) and once with the default thread count (the runtime caps each call's
   threads by the free cores, and concurrent callers count as busy ones).
-  `speedup` is the 2-caller throughput over the 1-caller throughput; onnxruntime's
-  `session.run` on the same model is measured the same way for comparison.
+  `speedup` is the 2-caller throughput over the 1-caller throughput, `overlap_2_callers`
+  the share of the time a call runs during which the other caller's runs too (1:
+  nothing serializes them; the speedup then depends on free cores: compare the load
+  average); onnxruntime's `session.run` on the same model is measured the same way.
 """
 
 from __future__ import annotations
@@ -61,16 +63,30 @@ def correctness(callers: int, calls: int) -> None:
               "seconds": time.perf_counter() - start, **machine()})
 
 
-def _throughput(run, callers: int, per_caller: int) -> float:
-    """Calls per second of `callers` threads each calling `run` `per_caller` times."""
+def _throughput(run, callers: int, per_caller: int) -> tuple[float, float]:
+    """(calls per second, overlap) of `callers` threads each calling `run` `per_caller`
+    times; overlap: the share of the time some call runs during which 2 or more do
+    (1.0: the calls never wait for each other, 0: they are serialized)."""
+    spans: list[tuple[float, float]] = []
+
     def part(_):
         for _ in range(per_caller):
+            begin = time.perf_counter()
             run()
+            spans.append((begin, time.perf_counter()))
 
     start = time.perf_counter()
     with ThreadPoolExecutor(callers) as pool:
         list(pool.map(part, range(callers)))
-    return callers * per_caller / (time.perf_counter() - start)
+    rate = callers * per_caller / (time.perf_counter() - start)
+    events = sorted([(b, 1) for b, _ in spans] + [(e, -1) for _, e in spans])
+    busy = both = 0.0
+    inflight, last = 0, events[0][0]
+    for t, step in events:
+        busy += (t - last) * (inflight >= 1)
+        both += (t - last) * (inflight >= 2)
+        inflight, last = inflight + step, t
+    return rate, both / busy if busy else 0.0
 
 
 def throughput(name: str, per_caller: int, rounds: int) -> None:
@@ -96,11 +112,15 @@ def throughput(name: str, per_caller: int, rounds: int) -> None:
             runner()
             runner()
         samples = {(k, c): [] for k in runners for c in (1, 2)}
+        overlaps = {k: [] for k in runners}
         for r in range(rounds):
             order = [(k, c) for k in runners for c in (1, 2)]
             for key in (order if r % 2 == 0 else order[::-1]):
                 time.sleep(PAUSE_S)
-                samples[key].append(_throughput(runners[key[0]], key[1], per_caller))
+                rate, overlap = _throughput(runners[key[0]], key[1], per_caller)
+                samples[key].append(rate)
+                if key[1] == 2:
+                    overlaps[key[0]].append(overlap)
             log(f"threads {threads} round {r}: " + ", ".join(
                 f"{k}x{c} {v[-1]:.1f}/s" for (k, c), v in samples.items()))
         for runner in runners:
@@ -109,6 +129,8 @@ def throughput(name: str, per_caller: int, rounds: int) -> None:
             emit({"part": "throughput", "model": name, "runtime": runner,
                   "threads_per_call": threads, "calls_per_s_1_caller": one,
                   "calls_per_s_2_callers": two, "speedup": two / one,
+                  "overlap_2_callers": statistics.median(overlaps[runner]),
+                  "load_before": os.getloadavg()[0],
                   "rounds": rounds, "per_caller": per_caller, **machine()})
 
 
