@@ -1,4 +1,4 @@
-"""The memory the runtime binds to a module's arena (`plan-memory`), on huge pages.
+"""The memory of a call's arena (`plan-memory`), on huge pages, and the pool of them.
 
 A big matmul packs both operands into the arena (two 16 MB panels at 2048³): on 4 KB
 pages they take 8,000 TLB entries, more than Zen 3's L2 TLB holds (2,048), and every

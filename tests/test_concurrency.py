@@ -114,3 +114,24 @@ def test_run_lowers_the_thread_count_on_a_busy_machine_only(cnn, monkeypatch):
     monkeypatch.setattr(threads.GOVERNOR, "cap", lambda team: 8)
     cnn.run(**x)
     assert cnn._team.value == 2  # never more than asked for
+
+
+def test_a_custom_kernel_with_temporaries_called_from_threads():
+    """build_kernel's arena (packed operands) is per call too."""
+    from xweave import te
+
+    m = k_extent = n = 128
+    A = te.placeholder((m, k_extent), "float32", name="A")
+    B = te.placeholder((k_extent, n), "float32", name="B")
+    k = te.reduce_axis(k_extent, name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul")
+    kernel = xweave.build_kernel("matmul", [A, B], [C], schedule="default")
+    assert kernel.arena is not None  # the packed operands live in an arena
+    rng = np.random.default_rng(2)
+    pairs = [(rng.standard_normal((m, k_extent), dtype=np.float32),
+              rng.standard_normal((k_extent, n), dtype=np.float32)) for _ in range(64)]
+    reference = [kernel(a, b) for a, b in pairs]
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = list(pool.map(lambda ab: kernel(*ab), pairs))
+    assert all(np.array_equal(r, e) for r, e in zip(results, reference))
+    np.testing.assert_allclose(reference[0], pairs[0][0] @ pairs[0][1], rtol=1e-4, atol=1e-3)
