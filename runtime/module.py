@@ -134,9 +134,9 @@ class CompiledModule:
         self.abi = abi
         """The object's own description (see `abi_of`): what `load_module` checks."""
         spec = _parse_abi(abi)
-        missing = missing_cpu_features(abi.get("target") or {})
+        target = spec["target"]
+        missing = missing_cpu_features(target)
         if missing:
-            target = abi["target"]
             raise ModelError(f"the code was compiled for CPU '{target.get('cpu')}', and this "
                              f"CPU lacks its feature(s) {', '.join(missing)}")
         if verify_params:
@@ -364,7 +364,10 @@ def _parse_abi(abi: dict) -> dict:
         if abi.get("abi_version") != ABI_VERSION:
             raise ValueError(f"ABI version {abi.get('abi_version')!r}")
         state = [(str(d["name"]), _count(d["nbytes"])) for d in abi["call_state"]]
+        if not isinstance(abi["target"], dict):
+            raise ValueError(f"target {abi['target']!r:.60}")
         return {
+            "target": abi["target"],
             "inputs": [_tensor_spec(d, "'inputs") for d in abi["inputs"]],
             "outputs": [_tensor_spec(d, "'outputs") for d in abi["outputs"]],
             "call_state": state,
