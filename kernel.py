@@ -16,7 +16,8 @@ c = matmul(np.ones((64, 32), np.float32), np.ones((32, 48), np.float32))
 The schedule is a pipeline of loop rewrites (the same text `xweave-opt -p` takes),
 or `"default"` for the template's default schedule (what `xweave.build` uses).
 As in a model, the kernel's top-level temporaries (packed operands, padded inputs)
-live in an arena allocated once per `Kernel` (`plan-memory`), not on every call.
+live in an arena (`plan-memory`) passed to the code as its last argument, taken from a
+pool of the `Kernel` (allocated once, not on every call; one more per call in flight).
 """
 
 from __future__ import annotations
@@ -58,13 +59,12 @@ def apply_schedule(module: ModuleOp, schedule: str) -> None:
 class Kernel:
     """A compiled custom operator: `kernel(*inputs)` returns its outputs as numpy arrays.
 
-    Its temporaries live in one arena (`arena`): calls of one `Kernel` must not
-    overlap (call it from one thread at a time)."""
+    Its temporaries live in an arena per call in flight (`arena`), so one `Kernel` may
+    be called from several threads at once."""
 
     def __init__(self, name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
                  loop_ir: str, compiled, arena_bytes: int = 0):
-        from xweave.passes.memory_plan import ARENA
-        from xweave.runtime.arena import allocate_arena
+        from xweave.runtime.arena import CallStatePool
         from xweave.runtime.jit import load_object
 
         self.name = name
@@ -72,12 +72,19 @@ class Kernel:
         self.output_specs = [(t.shape, np.dtype(t.dtype)) for t in outputs]
         self.loop_ir = loop_ir
         self._compiled = compiled
-        self.arena = allocate_arena(arena_bytes) if arena_bytes else None
-        """The memory of the kernel's temporaries (None: it has none)."""
-        symbols = {ARENA: self.arena} if self.arena is not None else {}
-        self._engine = load_object(compiled.object_bytes, symbols)
+        self._pool = CallStatePool([arena_bytes] if arena_bytes else [])
+        self._engine = load_object(compiled.object_bytes)
         self._fn = self._engine.get_function(
-            name, [ctypes.c_void_p] * (len(inputs) + len(outputs)))
+            name, [ctypes.c_void_p] * (len(inputs) + len(outputs) + len(self._pool.sizes)))
+
+    @property
+    def arena(self) -> np.ndarray | None:
+        """The memory of the temporaries of an idle call (None: the kernel has none)."""
+        if not self._pool.sizes:
+            return None
+        state = self._pool.take()
+        self._pool.give(state)
+        return state.buffers[0]
 
     @property
     def llvm_ir(self) -> str:
@@ -97,7 +104,12 @@ class Kernel:
                                  f"got {list(array.shape)} {array.dtype}")
             args.append(np.ascontiguousarray(array))
         outputs = out if out is not None else [np.empty(s, d) for s, d in self.output_specs]
-        self._fn(*[a.ctypes.data for a in args], *[o.ctypes.data for o in outputs])
+        state = self._pool.take()
+        try:
+            self._fn(*[a.ctypes.data for a in args], *[o.ctypes.data for o in outputs],
+                     *state.pointers)
+        finally:
+            self._pool.give(state)
         return outputs[0] if len(outputs) == 1 else outputs
 
 

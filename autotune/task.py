@@ -138,14 +138,14 @@ class JitCandidate(Candidate):
     def setup(self) -> None:
         from xweave.runtime.jit import load_object
 
-        symbols = dict(self.params)
-        if getattr(self, "arena_bytes", 0):
-            from xweave.passes.memory_plan import ARENA
+        self._arena = None
+        if getattr(self, "arena_bytes", 0):  # the kernel's last argument (see plan-memory)
             from xweave.runtime.arena import allocate_arena
 
-            self._arena = symbols[ARENA] = allocate_arena(self.arena_bytes)
-        self._engine = load_object(self.object_bytes, symbols)
-        self._fn = self._engine.get_function(self.entry, [ctypes.c_void_p] * len(self.arg_specs))
+            self._arena = allocate_arena(self.arena_bytes)
+        self._engine = load_object(self.object_bytes, self.params)
+        self._fn = self._engine.get_function(
+            self.entry, [ctypes.c_void_p] * (len(self.arg_specs) + (self._arena is not None)))
         inputs = [np.ascontiguousarray(a) for a in self.task.make_inputs(self.seed)]
         self._originals = [a.copy() for a in inputs]
         if getattr(self, "prepacked", None):
@@ -161,6 +161,8 @@ class JitCandidate(Candidate):
         outputs = [np.full(s, np.nan, dtype=d) for s, d in self.arg_specs[self.num_inputs:]]
         self._arrays = inputs + outputs
         self._ptrs = [a.ctypes.data for a in self._arrays]
+        if self._arena is not None:
+            self._ptrs.append(self._arena.ctypes.data)
 
     def run(self) -> None:
         self._fn(*self._ptrs)

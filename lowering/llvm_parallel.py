@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import llvm
+from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -98,15 +98,25 @@ class _ParallelLoop:
 
     # --- what the body uses from outside ----------------------------------------------
 
-    def captures(self) -> tuple[list[SSAValue], dict[SSAValue, int], list[SSAValue]]:
-        """(lowered values passed, source value -> argument index, source constants)."""
+    def captures(
+        self,
+    ) -> tuple[list[SSAValue], dict[SSAValue, int], list[SSAValue], dict[str, int]]:
+        """(lowered values passed, source value -> argument index, source constants,
+        call-state global read inside the loop -> argument index)."""
         passed: list[SSAValue] = []
         position: dict[SSAValue, int] = {}
         by_lowered: dict[SSAValue, int] = {}
         constants: list[SSAValue] = []
+        state: dict[str, int] = {}
         for inner in self.op.walk():
             if inner is self.op:
                 continue
+            for name in self.call_state_read(inner):
+                lowered = self.fl.state_args[name]
+                if lowered not in by_lowered:
+                    by_lowered[lowered] = len(passed)
+                    passed.append(lowered)
+                state[name] = by_lowered[lowered]
             for value in inner.operands:
                 if value in position or value in constants or not _defined_outside(value, self.op):
                     continue
@@ -118,7 +128,18 @@ class _ParallelLoop:
                     by_lowered[lowered] = len(passed)
                     passed.append(lowered)
                 position[value] = by_lowered[lowered]
-        return passed, position, constants
+        return passed, position, constants, state
+
+    def call_state_read(self, op: Operation) -> tuple[str, ...]:
+        """The call state `op` reads: a `get_global` of it, or a call of a function using it."""
+        from xweave.lowering.llvm_params import get_global_name, is_get_global
+
+        module = self.fl.module
+        if is_get_global(op) and get_global_name(op) in module.call_state:
+            return (get_global_name(op),)
+        if isinstance(op, func.CallOp):
+            return module.state_of.get(op.callee.root_reference.data, ())
+        return ()
 
     def pointer_attrs(self, passed: list[SSAValue], position: dict[SSAValue, int]) -> list[dict]:
         """`noalias`/`dereferenceable` of each pointer argument of the body."""
@@ -150,10 +171,10 @@ class _ParallelLoop:
 
     def lower(self) -> None:
         fl, op = self.fl, self.op
-        passed, position, constants = self.captures()
+        passed, position, constants, state = self.captures()
         types = [v.type for v in passed]
         arg_attrs = self.pointer_attrs(passed, position)
-        self.build_body(types, position, constants, arg_attrs)
+        self.build_body(types, position, constants, arg_attrs, state)
         layout, nbytes = _layout(types)
         self.build_worker(types, layout)
 
@@ -162,7 +183,7 @@ class _ParallelLoop:
         requested = fl.emit1(
             llvm.LoadOp(fl.emit1(llvm.AddressOfOp(NUM_THREADS_GLOBAL, PTR)), i32, alignment=4)
         )
-        extent = fl.const(n, i32)
+        extent = fl.const(min(n, 2**31 - 1), i32)  # the thread count is an i32
         fewer = fl.emit1(llvm.ICmpOp(requested, extent, _icmp("ult")))
         nthreads = fl.emit1(llvm.SelectOp(fewer, requested, extent))
         single = fl.emit1(llvm.ICmpOp(nthreads, fl.const(1, i32), _icmp("eq")))
@@ -189,6 +210,7 @@ class _ParallelLoop:
         position: dict[SSAValue, int],
         constants: list[SSAValue],
         arg_attrs: list[dict],
+        state: dict[str, int],
     ) -> None:
         """`@<k>_parallel<i>_body(captured..., begin, end)`: iterations [begin, end)."""
         fl, op = self.fl, self.op
@@ -196,6 +218,7 @@ class _ParallelLoop:
         body.in_parallel_region = True
         body.buffer_alignment = fl.buffer_alignment
         args = body.entry.args
+        body.state_args = {name: args[i] for name, i in state.items()}
         for value, i in position.items():
             body.map(value, args[i])
         for value in constants:

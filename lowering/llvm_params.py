@@ -12,6 +12,8 @@ conversion, with `extract_params(module) -> {name: ndarray}`; the runtime
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
@@ -82,6 +84,44 @@ def global_value(op: Operation) -> Attribute | None:
     return None
 
 
+def is_constant_global(op: Operation) -> bool:
+    """A global the code never writes (`loop.global`, or `memref.global ... constant`)."""
+    return op.name == "loop.global" or "constant" in op.properties
+
+
+def is_call_state(op: Operation) -> bool:
+    """An uninitialized, writable global: memory a call uses and no call keeps (the
+    arena of `plan-memory`, a profiling build's counters). Each call gets its own:
+    the lowering passes it to @main as an argument (see `loop_to_llvm`), so calls
+    from several threads never share it, and it is not a parameter."""
+    return is_global(op) and global_value(op) is None and not is_constant_global(op)
+
+
+def call_state_uses(functions: Sequence[Operation], state: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Function name -> the call-state globals (`state`, in that order) it reads, by a
+    `get_global` or through the functions it calls."""
+    uses: dict[str, set[str]] = {}
+    callees: dict[str, set[str]] = {}
+    for function in functions:
+        name = function.sym_name.data  # pyright: ignore[reportAttributeAccessIssue]
+        uses[name], callees[name] = set(), set()
+        for op in function.walk():
+            if is_get_global(op) and get_global_name(op) in state:
+                uses[name].add(get_global_name(op))
+            elif op.name == "func.call":
+                callees[name].add(op.callee.root_reference.data)  # pyright: ignore
+    changed = True
+    while changed:
+        changed = False
+        for name, called in callees.items():
+            for callee in called:
+                new = uses.get(callee, set()) - uses[name]
+                if new:
+                    uses[name] |= new
+                    changed = True
+    return {name: tuple(s for s in state if s in used) for name, used in uses.items()}
+
+
 def get_global_name(op: Operation) -> str:
     """The global referenced by a get_global op."""
     for v in (*op.properties.values(), *op.attributes.values()):
@@ -139,12 +179,13 @@ def extract_params(module: ModuleOp) -> dict[str, np.ndarray]:
     """Every global's value, by global name: call on the loop-stage module.
 
     Keys are the globals' names (the llvm-stage symbol is `xweave_param_<name>`).
-    An uninitialized global gets a zero-filled (writable) array. Arrays may be
-    read-only views of the IR's storage.
+    An uninitialized constant global gets a zero-filled array; call state (the arena,
+    `is_call_state`) is no parameter and is left out. Arrays may be read-only views
+    of the IR's storage.
     """
     params: dict[str, np.ndarray] = {}
     for op in module.ops:
-        if not is_global(op):
+        if not is_global(op) or is_call_state(op):
             continue
         name, memref_type = global_name(op), global_type(op)
         value = global_value(op)

@@ -27,7 +27,10 @@ Each `func.func` is rebuilt as an `llvm.func` in one walk (see `llvm_builder`):
   `vector.reduction <add>` is LLVM's ordered `vector.reduce.fadd`);
 * globals (weights) -> `llvm.mlir.global external @xweave_param_<name>` without an
   initializer (values: `llvm_params.extract_params`, bound by the runtime);
-  `get_global` -> `llvm.mlir.addressof`;
+  `get_global` -> `llvm.mlir.addressof`; call state (uninitialized writable globals:
+  the arena, profiling counters) -> trailing `!llvm.ptr` arguments of every function
+  reading it (itself or through calls), so each call of @main brings its own
+  (`CALL_STATE_ATTR` lists them on @main);
 * kernel arguments get `llvm.noalias` unless some call passes the same buffer twice,
   and `llvm.dereferenceable(<bytes>)`; `@main` keeps external linkage and its
   `xweave.*` attributes (`xweave.input_names`, `xweave.output_names`).
@@ -60,6 +63,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     NoneAttr,
     StridedLayoutAttr,
+    StringAttr,
     UnitAttr,
     VectorType,
     i8,
@@ -91,10 +95,12 @@ from xweave.lowering.llvm_builder import (
     unsupported,
 )
 from xweave.lowering.llvm_params import (
+    call_state_uses,
     extract_params,
     get_global_name,
     global_name,
     global_type,
+    is_call_state,
     is_get_global,
     is_global,
     param_symbol,
@@ -108,6 +114,10 @@ __all__ = [
     "extract_params",
     "lower_module",
 ]
+
+CALL_STATE_ATTR = "xweave.call_state"
+"""Attribute of the lowered @main: `[{name, nbytes}, ...]`, the call state (`is_call_state`)
+it takes after its inputs and outputs, one `!llvm.ptr` each, in order."""
 
 GLOBAL_ALIGNMENT = 64
 """Alignment (bytes) of heap buffers."""
@@ -212,6 +222,11 @@ class _ModuleLowering:
         self.module = module
         self.externals: dict[str, llvm.LLVMFunctionType] = {}
         self.globals: dict[str, MemRefType] = {}
+        self.call_state: dict[str, MemRefType] = {}
+        """The globals each call gets its own copy of (`is_call_state`), in module order."""
+        self.state_of: dict[str, tuple[str, ...]] = {}
+        """Function -> the call state it uses, itself or through its calls: its
+        trailing `!llvm.ptr` arguments, in the order of `call_state`."""
         self.aliased_args: set[tuple[str, int]] = set()
         self.new_functions: list[llvm.FuncOp] = []
         """Functions made by the lowering itself (e.g. outlined loop bodies), appended last."""
@@ -245,14 +260,21 @@ class _ModuleLowering:
         for op in ops:
             if is_global(op):
                 self.globals[global_name(op)] = global_type(op)
+                if is_call_state(op):
+                    self.call_state[global_name(op)] = global_type(op)
         functions = [op for op in ops if isinstance(op, func.FuncOp)]
-        signatures = {f.sym_name.data: _signature(f) for f in functions}
+        self.state_of = call_state_uses(functions, list(self.call_state))
+        signatures = {
+            f.sym_name.data: _signature(f, len(self.state_of[f.sym_name.data])) for f in functions
+        }
         self._find_aliased_args(functions)
 
         # Build everything first: on an error the module is left untouched.
-        replacements: list[tuple[Operation, Operation]] = []
+        replacements: list[tuple[Operation, Operation | None]] = []
         for op in ops:
-            if is_global(op):
+            if is_global(op) and is_call_state(op):
+                replacements.append((op, None))  # an argument now
+            elif is_global(op):
                 replacements.append((op, self._lower_global(op)))
             elif isinstance(op, func.FuncOp):
                 new = self._lower_function(op, signatures[op.sym_name.data])
@@ -262,7 +284,8 @@ class _ModuleLowering:
 
         block = module.body.block
         for op, new in replacements:
-            block.insert_op_before(new, op)
+            if new is not None:
+                block.insert_op_before(new, op)
             op.detach()
             op.erase(safe_erase=False)
 
@@ -286,6 +309,10 @@ class _ModuleLowering:
             "external",
             constant=True if constant else None,
         )
+
+    def state_args_of_call(self, callee: str, fl: FunctionLowering) -> list[SSAValue]:
+        """The caller's call-state arguments a call of `callee` passes on."""
+        return [fl.state_args[s] for s in self.state_of.get(callee, ())]
 
     def _find_aliased_args(self, functions: Sequence[func.FuncOp]) -> None:
         """(callee, arg index) pairs that some call binds to a buffer also passed elsewhere."""
@@ -320,12 +347,20 @@ class _ModuleLowering:
         name = op.sym_name.data
         attributes = {k: v for k, v in op.attributes.items() if k.startswith("xweave.")}
         arg_attrs = None
+        state = self.state_of[name]
         if name != "main":
-            arg_attrs = self._kernel_arg_attrs(name, op.function_type.inputs.data)
+            arg_attrs = self._kernel_arg_attrs(name, op.function_type.inputs.data, state)
+        elif state:
+            attributes[CALL_STATE_ATTR] = ArrayAttr([
+                DictionaryAttr({"name": StringAttr(s),
+                                "nbytes": IntegerAttr(loop.buffer_bytes(self.call_state[s]), i64)})
+                for s in state])
         body = None
         if not op.is_declaration:
             try:
-                body = FunctionLowering(self, op, ftype).lower()
+                fl = FunctionLowering(self, op, ftype)
+                fl.state_args = dict(zip(state, fl.entry.args[len(fl.entry.args) - len(state):]))
+                body = fl.lower()
             except LoweringError as e:
                 raise LoweringError(f"{e} (in @{name})") from None
         return llvm.FuncOp(
@@ -337,7 +372,9 @@ class _ModuleLowering:
             extra_attrs=attributes,
         )
 
-    def _kernel_arg_attrs(self, name: str, inputs: Sequence[Attribute]) -> ArrayAttr | None:
+    def _kernel_arg_attrs(
+        self, name: str, inputs: Sequence[Attribute], state: Sequence[str]
+    ) -> ArrayAttr | None:
         dicts = []
         for i, t in enumerate(inputs):
             entries: dict[str, Attribute] = {}
@@ -347,13 +384,17 @@ class _ModuleLowering:
                 nbytes = num_elements(t) * byte_size(t.get_element_type())
                 entries["llvm.dereferenceable"] = IntegerAttr(nbytes, i64)
             dicts.append(DictionaryAttr(entries))
+        for s in state:
+            nbytes = loop.buffer_bytes(self.call_state[s])
+            dicts.append(DictionaryAttr({"llvm.dereferenceable": IntegerAttr(nbytes, i64)}))
         if not any(d.data for d in dicts):
             return None
         return ArrayAttr(dicts)
 
 
-def _signature(op: func.FuncOp) -> llvm.LLVMFunctionType:
-    inputs = [convert_type(t) for t in op.function_type.inputs.data]
+def _signature(op: func.FuncOp, call_state: int = 0) -> llvm.LLVMFunctionType:
+    """The function's type; `call_state` more pointers after its own arguments."""
+    inputs = [convert_type(t) for t in op.function_type.inputs.data] + [PTR] * call_state
     outputs = op.function_type.outputs.data
     if len(outputs) > 1:
         raise unsupported(op, f"@{op.sym_name.data} returns {len(outputs)} values")
@@ -374,6 +415,8 @@ class FunctionLowering(FunctionBuilder):
         self.module = module
         self.func = op
         self.ftype = ftype
+        self.state_args: dict[str, SSAValue] = {}
+        """Call-state global -> the argument holding this call's copy."""
         self.in_parallel_region = False
         """Building the body of a parallel loop: nested parallel loops run serially."""
         self.buffer_alignment: dict[SSAValue, int] = {}
@@ -590,8 +633,7 @@ class FunctionLowering(FunctionBuilder):
     def lower_view(self, op: loop.ViewOp) -> None:
         """`getelementptr i8, source, offset`; aligned as far as the source and offset prove."""
         source = self.get(op.source)
-        ptr = self.emit1(llvm.GEPOp(source, [op.offset], i8, inbounds=True)) if op.offset else source
-        self.map(op.result, ptr)
+        self.map(op.result, self.byte_offset(source, op.offset))
         known = self.buffer_alignment.get(op.source)
         if known is not None:
             self.buffer_alignment[op.result] = min(known, _pow2(op.offset))
@@ -622,6 +664,9 @@ class FunctionLowering(FunctionBuilder):
 
     def lower_get_global(self, op: Operation) -> None:
         name = get_global_name(op)
+        if name in self.module.call_state:
+            self.map(op.results[0], self.state_args[name])
+            return
         if name not in self.module.globals:
             raise unsupported(op, f"unknown global @{name}")
         self.map(op.results[0], self.emit1(llvm.AddressOfOp(param_symbol(name), PTR)))
@@ -706,7 +751,17 @@ class FunctionLowering(FunctionBuilder):
         return address
 
     def _gep(self, ptr: SSAValue, t: MemRefType, offset: SSAValue | int) -> SSAValue:
-        element = convert_type(t.get_element_type())
+        return self.gep(ptr, convert_type(t.get_element_type()), offset)
+
+    def byte_offset(self, ptr: SSAValue, offset: int) -> SSAValue:
+        """`ptr + offset` bytes."""
+        return self.gep(ptr, i8, offset)
+
+    def gep(self, ptr: SSAValue, element: Attribute, offset: SSAValue | int) -> SSAValue:
+        """`getelementptr inbounds element, ptr, offset` with an i64 offset.
+
+        A constant offset is folded into the op only when it fits its i32 constant
+        indices; a larger one (a buffer past 2 GiB) is an i64 constant operand."""
         if isinstance(offset, int):
             if offset == 0:
                 return ptr
@@ -803,9 +858,9 @@ class FunctionLowering(FunctionBuilder):
         if len(op.results) > 1:
             raise unsupported(op, "more than one result")
         t = convert_type(op.results[0].type) if op.results else None
-        call = self.emit(
-            llvm.CallOp(op.callee.root_reference.data, *self.operands(op), return_type=t)
-        )
+        callee = op.callee.root_reference.data
+        state = self.module.state_args_of_call(callee, self)
+        call = self.emit(llvm.CallOp(callee, *self.operands(op), *state, return_type=t))
         if op.results:
             self.map(op.results[0], call.results[0])
 

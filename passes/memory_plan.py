@@ -17,8 +17,9 @@ func.func @main(...) {
 ```
 
 (xDSL prints `memref.global` in generic form.) The arena is an uninitialized, writable
-global: the runtime binds it once per loaded module instance (not per call). The
-module records `xweave.peak_memory_bytes` (the arena's size) and
+global: call state, which `convert-loop-to-llvm` turns into an argument of @main (and
+of the kernels that use it), so that each call brings its own and calls may run
+concurrently; the runtime keeps a pool of them per loaded module. The module records `xweave.peak_memory_bytes` (the arena's size) and
 `xweave.unplanned_memory_bytes` (what the buffers took separately).
 
 A kernel's own temporaries (padded inputs, packed operands: top-level global
@@ -57,7 +58,7 @@ from xdsl.utils.exceptions import PassFailedException
 from xweave.dialects import loop
 
 ARENA = "xweave_arena"
-"""Symbol of the arena global (the runtime binds a buffer of its size to it)."""
+"""Symbol of the arena global (call state: each call of @main is given a buffer of its size)."""
 PEAK_ATTR = "xweave.peak_memory_bytes"
 """Module attribute: the arena's size in bytes."""
 UNPLANNED_ATTR = "xweave.unplanned_memory_bytes"

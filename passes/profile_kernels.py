@@ -18,9 +18,9 @@ func.func @main(...) attributes {xweave.profile_kernels = ["conv_0", ...],
   loop.store %sum, %slots[i] : memref<Nxi64>
 ```
 
-The runtime binds the global like any uninitialized global (a zero-filled array of its
-own per loaded instance), zeroes it before a run and reads it after
-(`xweave.runtime.profile`). Calls of functions that are not kernels, the kernels
+The global is call state like the arena (an uninitialized, writable global, passed to
+@main by `convert-loop-to-llvm`): each call counts in its own counters, which the
+runtime zeroes before a profiled run and reads after (`xweave.runtime.profile`). Calls of functions that are not kernels, the kernels
 themselves and every other function are left alone. A normal build never runs this pass.
 
 `count-kernel-flops` (on the unscheduled loop stage, where loop nests are still the

@@ -232,6 +232,9 @@ def _layer_class(accelerator: str):
 def load_hetero(path: Path, zf: zipfile.ZipFile, manifest: dict) -> HeteroModule:
     """Rebuild a `HeteroModule` from an opened export (see `runtime.module.load_module`)."""
     accelerator = manifest["target"]
+    if not isinstance(accelerator, str):
+        raise ModelError(f"{path}: manifest field 'target': expected a string, "
+                         f"got {accelerator!r:.60}")
     if manifest.get("format") != "xweave-module" or manifest.get("version") != FORMAT_VERSION:
         raise ModelError(f"{path}: unsupported module format {manifest.get('format')!r} "
                          f"version {manifest.get('version')!r}")

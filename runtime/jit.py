@@ -31,6 +31,13 @@ The thread count of parallel loops is bound the same way as parameters: the obje
 defines an `i32` global `xweave_num_threads`; `load_object` sets each loaded copy's to
 `runtime.threads.default_num_threads()` (`XWEAVE_NUM_THREADS`, else every core) and
 `Engine.num_threads` changes it later, without recompiling.
+
+A model's object also describes its own calling convention: `compile_llvm(module, abi)`
+stores `abi` (a JSON object: inputs, outputs, call state, parameters...; see
+`runtime.module`) with the target it was compiled for (`"target": {triple, cpu,
+features}`) as the constant global `xweave_abi` (`xweave_abi_nbytes` long), and
+`Engine.abi()` reads it back from the loaded code, so a loader checks what it was told
+against what the code was built for, before calling it.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import json
 import os
 import re
 import struct
@@ -63,12 +71,14 @@ from xweave.runtime.threads import (
     get_num_threads,
     set_num_threads,
 )
-from xweave.target import Target, as_target, target_of
+from xweave.target import Target, TargetError, as_target, target_of
 
 PARAM_TABLE = "xweave_param_table"
 PARAM_NAMES = "xweave_param_names"
 PARAM_NBYTES = "xweave_param_nbytes"
 PARAM_COUNT = "xweave_param_count"
+ABI_GLOBAL = "xweave_abi"
+ABI_NBYTES = "xweave_abi_nbytes"
 
 configure_openmp()  # before anything (lightgbm, ...) loads libgomp: it reads this once
 
@@ -108,6 +118,21 @@ def _initialize() -> None:
             llvm_binding.initialize_native_target()
             llvm_binding.initialize_native_asmprinter()
             _initialized = True
+
+
+def target_description(target: Target) -> dict[str, str]:
+    """What code compiled for `target` needs: the triple and the resolved target
+    (`llvm -mcpu=NAME -mattr=...`), as the ABI records it."""
+    return {"triple": llvm_binding.get_default_triple(), "cpu": str(target.resolve())}
+
+
+def missing_cpu_features(description: Mapping[str, object]) -> list[str]:
+    """The vector features the code of a `target_description` may use that this CPU
+    lacks: code compiled for it could stop on an illegal instruction here."""
+    cpu = description.get("cpu")
+    if not isinstance(cpu, str):
+        raise TargetError(f"the ABI's target is malformed ({cpu!r:.60})")
+    return Target.parse(cpu).missing_on_host()
 
 
 def _create_target_machine(reloc: str, target: Target | None = None) -> llvm_binding.TargetMachine:
@@ -174,15 +199,19 @@ class CompiledObject:
         return load_object(self.object_bytes, symbols)
 
 
-def compile_llvm(module: ModuleOp | str, target: Target | str | None = None) -> CompiledObject:
+def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None,
+                 target: Target | str | None = None) -> CompiledObject:
     """Optimize an llvm-dialect module (or its text, or LLVM IR text) for a CPU target:
     `target` if given, else the module's (`xweave.target`), else the default target.
 
     Only `llvm.func` and `llvm.mlir.global` may be at the top level. The module is not
-    modified.
+    modified. `abi` (JSON-serializable) is stored in the object with the target
+    description, for `Engine.abi()`.
     """
     param_names: tuple[str, ...] = ()
     if isinstance(module, str) and _is_llvm_ir_text(module):
+        if abi is not None:
+            raise JITError("compile_llvm: an ABI description needs an llvm-dialect module")
         text = module
         resolved = as_target(target).resolve()
         tm = target_machine(resolved)
@@ -194,6 +223,8 @@ def compile_llvm(module: ModuleOp | str, target: Target | str | None = None) -> 
         resolved = (as_target(target) if target is not None else target_of(module)).resolve()
         tm = target_machine(resolved)
         ir_module, param_names = _to_llvm_ir(module, tm)
+        if abi is not None:
+            _add_abi(ir_module, {**abi, "target": target_description(resolved)})
         text = _with_loop_ids(str(ir_module))
     try:
         mod = llvm_binding.parse_assembly(text)
@@ -403,6 +434,18 @@ def _add_param_metadata(
     nbytes.global_constant = True
 
 
+def _add_abi(ir_module: llvm_ir.Module, abi: Mapping[str, object]) -> None:
+    """`xweave_abi`: the ABI as JSON bytes; `xweave_abi_nbytes`: their count."""
+    data = json.dumps(abi, sort_keys=True, separators=(",", ":")).encode()
+    data_type = llvm_ir.ArrayType(llvm_ir.IntType(8), len(data))
+    text = llvm_ir.GlobalVariable(ir_module, data_type, ABI_GLOBAL)
+    text.initializer = llvm_ir.Constant(data_type, bytearray(data))
+    text.global_constant = True
+    size = llvm_ir.GlobalVariable(ir_module, llvm_ir.IntType(64), ABI_NBYTES)
+    size.initializer = llvm_ir.Constant(llvm_ir.IntType(64), len(data))
+    size.global_constant = True
+
+
 # ----------------------------------------------------------------------------------
 # Loading
 # ----------------------------------------------------------------------------------
@@ -433,6 +476,21 @@ class Engine:
     def address(self, name: str) -> int:
         """The address of a function or global of the object (0 if absent)."""
         return self._engine.get_global_value_address(name) or 0
+
+    def abi(self) -> dict | None:
+        """The ABI description stored by `compile_llvm(module, abi)` (None: none stored)."""
+        size = self.address(ABI_NBYTES)
+        data = self.address(ABI_GLOBAL)
+        if not size or not data:
+            return None
+        raw = ctypes.string_at(data, ctypes.c_int64.from_address(size).value)
+        try:
+            abi = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise JITError("the object's ABI description is not valid JSON") from None
+        if not isinstance(abi, dict):
+            raise JITError("the object's ABI description is not a JSON object")
+        return abi
 
     def get_function(
         self,
@@ -596,12 +654,30 @@ _STB_WEAK = 2
 _IGNORED_UNDEFINED = ("_GLOBAL_OFFSET_TABLE_",)
 
 
+_ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
+
+
 def _undefined_symbols(data: bytes) -> list[str]:
-    """Names of the undefined, non-weak symbols of an ELF64 little-endian object."""
+    """Names of the undefined, non-weak symbols of an ELF64 little-endian object for
+    this machine (a `JITError` for anything else, before LLVM sees it: LLVM ends the
+    process on a malformed object)."""
     if data[:4] != b"\x7fELF":
         raise JITError("not an ELF object file")
     if data[4] != 2 or data[5] != 1:
         raise JITError("only 64-bit little-endian ELF objects are supported")
+    try:
+        return _elf_undefined(data)
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+        raise JITError("malformed ELF object file") from None
+
+
+def _elf_undefined(data: bytes) -> list[str]:
+    import platform
+
+    machine = struct.unpack_from("<H", data, 0x12)[0]
+    expected = _ELF_MACHINES.get(platform.machine())
+    if expected is not None and machine != expected:
+        raise JITError(f"the object is for ELF machine {machine}, not this {platform.machine()}")
     shoff = struct.unpack_from("<Q", data, 0x28)[0]
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import io
 import json
 import os
 import tempfile
 import time
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
 
 from xweave.errors import InputError, ModelError
+from xweave.runtime.threads import GOVERNOR, NUM_THREADS_GLOBAL
 from xweave.runtime.profile import (
     PROFILE_GLOBAL,
     Profile,
@@ -27,7 +30,16 @@ from xweave.runtime.profile import (
 )
 from xweave.target import Target, TargetError, host_cpu_name
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version of the exported file: 2 added `module_sha256` to the manifest, the ABI
+description in the object code and the call state as @main's arguments (version 1's
+code shared one arena among calls: it is refused, recompile the model)."""
+
+ABI_VERSION = 1
+"""Version of the ABI description a model's object carries (`abi_version` in it)."""
+
+DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
+"""The element types of model inputs and outputs."""
 
 
 @dataclass(frozen=True)
@@ -89,58 +101,84 @@ def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 class CompiledModule:
     """A model compiled for the CPU: call `run(**inputs)`, `export(path)`.
 
-    The intermediate buffers of one instance live in one arena of `peak_memory_bytes`
-    (see `plan-memory`), allocated when the instance is created: calls of one instance
-    must not overlap (run them from one thread at a time, or load one per thread).
+    `run` may be called from any number of threads at once, on one instance, as
+    onnxruntime's `InferenceSession.run`: the object code keeps no state between
+    calls. Each call's intermediate buffers live in an arena of `peak_memory_bytes`
+    (see `plan-memory`) passed to the code as an argument; arenas come from a pool of
+    the instance that grows to the number of calls ever in flight at once (one arena
+    for a caller that never overlaps its calls), and are allocated at the first call
+    that needs one. A profiling build's counters are per call too: `profile` is safe
+    from several threads as well, each call timing its own run. The thread count of
+    parallel loops (`set_num_threads`) is one setting per instance, read at each call.
+
+    The object code describes itself (`abi`: inputs, outputs, call state, parameters
+    and their digest, the CPU it was compiled for); `load_module` checks an exported
+    file against it before the code runs.
     """
 
-    def __init__(self, object_bytes: bytes, params: dict[str, np.ndarray],
-                 inputs: list[TensorSpec], outputs: list[TensorSpec], compiled=None,
-                 peak_memory_bytes: int | None = None,
-                 profile_slots: tuple[ProfileSlot, ...] | None = None,
-                 target: Target | None = None):
-        from xweave.passes.memory_plan import ARENA
-        from xweave.runtime.arena import allocate_arena
-        from xweave.runtime.jit import load_object
+    def __init__(self, object_bytes: bytes, params: Mapping[str, np.ndarray], compiled=None,
+                 verify_params: bool = True):
+        from xweave.runtime.arena import CallStatePool
+        from xweave.runtime.jit import JITError, load_object, missing_cpu_features
 
-        self.target = (target or Target()).resolve()
-        """The CPU target the code was generated for."""
+
         self.object_bytes = object_bytes
-        # not weights: the arena and a profiling build's counters (one of each per instance)
-        self.params = {k: v for k, v in params.items() if k not in (ARENA, PROFILE_GLOBAL)}
-        self.inputs = inputs
-        self.outputs = outputs
-        self.peak_memory_bytes = peak_memory_bytes
-        """Bytes of the arena holding the intermediate buffers (None: not planned)."""
+        self.params = dict(params)
         self._compiled = compiled  # the CompiledObject, when built in this process
-        symbols = dict(self.params)
-        self.arena = allocate_arena(peak_memory_bytes) if peak_memory_bytes else None
-        """The memory bound to the arena (on huge pages if big enough; see runtime.arena)."""
-        if self.arena is not None:
-            symbols[ARENA] = self.arena
-        self.profile_slots = profile_slots
+        try:
+            self._engine = load_object(object_bytes, self.params)
+            abi = self._engine.abi()
+        except JITError as e:
+            raise ModelError(str(e)) from None
+        if abi is None:
+            raise ModelError("the object code carries no ABI description (not a model "
+                             "compiled by this version of xweave)")
+        self.abi = abi
+        """The object's own description (see `abi_of`): what `load_module` checks."""
+        spec = _parse_abi(abi)
+        try:
+            self.target = Target.parse(spec["target"]["cpu"])
+            """The CPU target the code was generated for."""
+            missing = missing_cpu_features(spec["target"])
+        except TargetError as e:
+            raise ModelError(f"the object's ABI description is malformed ({e})") from None
+        # Loading ran none of the code: code for another CPU can be exported, not run here.
+        self._not_runnable = (f"the module was compiled for '{self.target}', and this CPU "
+                              f"('{host_cpu_name()}') lacks {', '.join(missing)}"
+                              if missing else None)
+        if verify_params:
+            _check_params(self.params, spec["params"], spec["params_sha256"])
+        self.inputs: list[TensorSpec] = spec["inputs"]
+        self.outputs: list[TensorSpec] = spec["outputs"]
+        self.peak_memory_bytes: int | None = spec["peak_memory_bytes"]
+        """Bytes of the arena holding one call's intermediate buffers (None: not planned)."""
+        self.profile_slots: tuple[ProfileSlot, ...] | None = spec["profile"]
         """The timed kernel calls of a profiling build (None: a normal build)."""
-        self._profile_counters = None
-        if profile_slots:
-            self._profile_counters = np.zeros(len(profile_slots), np.int64)
-            symbols[PROFILE_GLOBAL] = self._profile_counters
-        self._engine = None
-        missing = self.target.missing_on_host()
-        if missing:  # code for another machine: it can be exported, not run here
-            self._not_runnable = (
-                f"the module was compiled for '{self.target}', and this CPU "
-                f"('{host_cpu_name()}') lacks {', '.join(missing)}")
-            self._main = self._refuse
-            return
-        self._engine = load_object(object_bytes, symbols)
+        state = spec["call_state"]
+        self._state_names = [name for name, _ in state]
+        self._pool = CallStatePool([nbytes for _, nbytes in state])
         self._main = self._engine.get_function(
-            "main", [ctypes.c_void_p] * (len(inputs) + len(outputs))
+            "main", [ctypes.c_void_p] * (len(self.inputs) + len(self.outputs) + len(state))
         )
+        if self._not_runnable:
+            self._main = self._refuse
+        address = self._engine.address(NUM_THREADS_GLOBAL)
+        self._team = ctypes.c_int32.from_address(address) if address else None
+        """The code's thread count, which `_govern_threads` lowers on a busy machine."""
+
+    def _govern_threads(self) -> None:
+        """The thread count asked for, capped by the cores free now (`ThreadGovernor`)."""
+        team = self._team
+        if team is None:
+            return
+        want = min(self._engine._num_threads, GOVERNOR.cap(team.value))
+        if team.value != want:
+            team.value = want
 
     @property
     def runnable(self) -> bool:
         """Whether this CPU can run the code (it has every feature of the target)."""
-        return self._engine is not None
+        return self._not_runnable is None
 
     def _refuse(self, *args) -> None:
         raise TargetError(self._not_runnable)
@@ -149,17 +187,10 @@ class CompiledModule:
     def from_llvm_module(module: ModuleOp, params: dict[str, np.ndarray],
                          signature: tuple[list[TensorSpec], list[TensorSpec]]) -> CompiledModule:
         """Optimize and compile an llvm-dialect module for its target CPU."""
-        from xweave.passes.memory_plan import PEAK_ATTR
         from xweave.runtime.jit import compile_llvm
 
-        compiled = compile_llvm(module)
-        peak = module.attributes.get(PEAK_ATTR)
-        main = next((op for op in module.ops if getattr(op, "sym_name", None) is not None
-                     and op.sym_name.data == "main"), None)
-        return CompiledModule(compiled.object_bytes, params, signature[0], signature[1], compiled,
-                              peak.value.data if isinstance(peak, IntegerAttr) else None,
-                              slots_of(main.attributes) if main is not None else None,
-                              compiled.target)
+        compiled = compile_llvm(module, abi_of(module, params, signature))
+        return CompiledModule(compiled.object_bytes, params, compiled, verify_params=False)
 
     @property
     def llvm_ir(self) -> str:
@@ -170,6 +201,18 @@ class CompiledModule:
     def assembly(self) -> str:
         """The generated assembly (only for a module built in this process)."""
         return self._compiled.assembly if self._compiled else ""
+
+    @property
+    def arena(self) -> np.ndarray | None:
+        """The arena of an idle call state (allocated if none is idle), for inspection;
+        None if the model has no arena."""
+        from xweave.passes.memory_plan import ARENA
+
+        if ARENA not in self._state_names:
+            return None
+        state = self._pool.take()
+        self._pool.give(state)
+        return state.buffers[self._state_names.index(ARENA)]
 
     # --- running -----------------------------------------------------------------
 
@@ -200,10 +243,21 @@ class CompiledModule:
         return arrays
 
     def run(self, **inputs: np.ndarray) -> list[np.ndarray]:
-        """Run the model; inputs by ONNX input name, outputs in ONNX order."""
+        """Run the model; inputs by ONNX input name, outputs in ONNX order. Safe to call
+        from several threads at once."""
         arrays = self._check_inputs(inputs)
         outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
-        self._main(*[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outputs])
+        args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+        if self._team is not None and time.perf_counter() >= GOVERNOR.next_check:
+            self._govern_threads()
+        if not self._state_names:
+            self._main(*args)
+            return outputs
+        state = self._pool.take()
+        try:
+            self._main(*args, *state.pointers)
+        finally:
+            self._pool.give(state)
         return outputs
 
     def benchmark(self, inputs: dict[str, np.ndarray], repeat: int = 10,
@@ -211,27 +265,40 @@ class CompiledModule:
         """Seconds per run for `repeat` measurements of `number` runs each (after a warm-up)."""
         arrays = self._check_inputs(inputs)
         outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
-        args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
-        self._main(*args)
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            for _ in range(number):
-                self._main(*args)
-            times.append((time.perf_counter() - start) / number)
+        self._govern_threads()
+        state = self._pool.take()
+        try:
+            args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+            args += state.pointers
+            self._main(*args)
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                for _ in range(number):
+                    self._main(*args)
+                times.append((time.perf_counter() - start) / number)
+        finally:
+            self._pool.give(state)
         return np.array(times)
 
     def profile(self, repeat: int = 10, **inputs: np.ndarray) -> Profile:
         """Time every kernel call over `repeat` runs (after a warm-up); a profiling build
-        only (`xweave.build(..., profile=True)`). `print(profile.table())` shows it."""
-        if self._profile_counters is None or self.profile_slots is None:
+        only (`xweave.build(..., profile=True)`). `print(profile.table())` shows it.
+        Concurrent `profile` (and `run`) calls each count in their own counters."""
+        if self.profile_slots is None:
             raise ProfileError("this module was built without profiling: build it with "
                                "xweave.build(..., profile=True) (or `xweave compile --profile`)")
         arrays = self._check_inputs(inputs)
         outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
-        args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
-        return run_profile(lambda: self._main(*args), self._profile_counters,
-                           self.profile_slots, repeat)
+        state = self._pool.take()
+        try:
+            counters = state.buffers[self._state_names.index(PROFILE_GLOBAL)].view(np.int64)
+            args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+            args += state.pointers
+            return run_profile(lambda: self._main(*args), counters[:len(self.profile_slots)],
+                               self.profile_slots, repeat)
+        finally:
+            self._pool.give(state)
 
     # --- export / load --------------------------------------------------------------
 
@@ -246,10 +313,10 @@ class CompiledModule:
             "format": "xweave-module",
             "version": FORMAT_VERSION,
             "target": "llvm",
-            "cpu": str(self.target),
             "inputs": [s.to_json() for s in self.inputs],
             "outputs": [s.to_json() for s in self.outputs],
             "peak_memory_bytes": self.peak_memory_bytes,
+            "module_sha256": hashlib.sha256(self.object_bytes).hexdigest(),
         }
         if self.profile_slots is not None:
             manifest["profile"] = [s.to_json() for s in self.profile_slots]
@@ -267,38 +334,235 @@ class CompiledModule:
             raise
 
 
-def load_module(path: str | os.PathLike) -> CompiledModule:
-    """Load a module written by `CompiledModule.export` (no recompilation)."""
-    path = Path(path)
-    try:
-        with zipfile.ZipFile(path) as zf:
-            manifest = json.loads(zf.read("manifest.json"))
-            if manifest.get("target", "llvm") != "llvm":  # CPU + accelerator
-                from xweave.runtime.hetero import load_hetero
+# --- the ABI description ---------------------------------------------------------------
 
+
+def params_digest(params: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 of the parameters: names, dtypes, shapes and bytes, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(params):
+        array = np.ascontiguousarray(params[name])
+        h.update(json.dumps([name, array.dtype.str, list(array.shape)]).encode())
+        h.update(memoryview(array).cast("B"))
+    return h.hexdigest()
+
+
+def abi_of(module: ModuleOp, params: Mapping[str, np.ndarray],
+           signature: tuple[list[TensorSpec], list[TensorSpec]]) -> dict:
+    """The ABI description of a lowered (llvm-dialect) model: inputs, outputs, the call
+    state @main takes after them, the arena size, a profiling build's slots, the
+    parameters and their digest (`compile_llvm` adds the target)."""
+    from xweave.lowering.loop_to_llvm import CALL_STATE_ATTR
+    from xweave.passes.memory_plan import PEAK_ATTR
+
+    peak = module.attributes.get(PEAK_ATTR)
+    main = next((op for op in module.ops if getattr(op, "sym_name", None) is not None
+                 and op.sym_name.data == "main"), None)
+    if main is None:
+        raise ModelError("the module has no @main function")
+    state = main.attributes.get(CALL_STATE_ATTR)
+    slots = slots_of(main.attributes)
+    return {
+        "abi_version": ABI_VERSION,
+        "inputs": [s.to_json() for s in signature[0]],
+        "outputs": [s.to_json() for s in signature[1]],
+        "call_state": [{"name": d.data["name"].data, "nbytes": d.data["nbytes"].value.data}
+                       for d in state.data] if isinstance(state, ArrayAttr) else [],
+        "peak_memory_bytes": peak.value.data if isinstance(peak, IntegerAttr) else None,
+        "profile": [s.to_json() for s in slots] if slots is not None else None,
+        "params": [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name}
+                   for k, v in sorted(params.items())],
+        "params_sha256": params_digest(params),
+    }
+
+
+def _parse_abi(abi: dict) -> dict:
+    try:
+        if abi.get("abi_version") != ABI_VERSION:
+            raise ValueError(f"ABI version {abi.get('abi_version')!r}")
+        state = [(str(d["name"]), _count(d["nbytes"])) for d in abi["call_state"]]
+        if not isinstance(abi["target"], dict):
+            raise ValueError(f"target {abi['target']!r:.60}")
+        return {
+            "target": abi["target"],
+            "inputs": [_tensor_spec(d, "'inputs") for d in abi["inputs"]],
+            "outputs": [_tensor_spec(d, "'outputs") for d in abi["outputs"]],
+            "call_state": state,
+            "peak_memory_bytes": abi["peak_memory_bytes"],
+            "profile": (tuple(ProfileSlot.from_json(d) for d in abi["profile"])
+                        if abi["profile"] is not None else None),
+            "params": {d["name"]: (tuple(d["shape"]), d["dtype"]) for d in abi["params"]},
+            "params_sha256": abi["params_sha256"],
+        }
+    except (KeyError, TypeError, ValueError, AttributeError, ModelError) as e:
+        raise ModelError(f"the object's ABI description is malformed ({e})") from None
+
+
+def _check_params(params: Mapping[str, np.ndarray], expected: Mapping[str, tuple],
+                  digest: str) -> None:
+    """A `ModelError` naming the first parameter that differs from the compiled ones."""
+    for name in sorted(set(expected) | set(params)):
+        if name not in params:
+            raise ModelError(f"params.npz: parameter '{name}' is missing")
+        if name not in expected:
+            raise ModelError(f"params.npz: parameter '{name}' is not one of the model's")
+        shape, dtype = expected[name]
+        array = params[name]
+        if tuple(array.shape) != shape or array.dtype != np.dtype(dtype):
+            raise ModelError(f"params.npz: parameter '{name}' is {list(array.shape)} "
+                             f"{array.dtype}, the code was compiled for {list(shape)} {dtype}")
+    if params_digest(params) != digest:
+        raise ModelError("params.npz: the parameter values differ from those the code was "
+                         "compiled with (SHA-256 mismatch)")
+
+
+# --- reading an exported module ---------------------------------------------------------
+
+
+def _count(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"expected a non-negative integer, got {value!r:.60}")
+    return value
+
+
+def _tensor_spec(d: object, where: str) -> TensorSpec:
+    if not isinstance(d, dict):
+        raise ModelError(f"{where}': expected an object {{name, shape, dtype}}, got {d!r:.60}")
+    name, shape, dtype = d.get("name"), d.get("shape"), d.get("dtype")
+    if not isinstance(name, str):
+        raise ModelError(f"{where}.name': expected a string, got {name!r:.60}")
+    if not isinstance(shape, list) or any(
+            not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in shape):
+        raise ModelError(f"{where}.shape': expected a list of non-negative integers, "
+                         f"got {shape!r:.60}")
+    if dtype not in DTYPES:
+        raise ModelError(f"{where}.dtype': expected one of {', '.join(DTYPES)}, got {dtype!r:.60}")
+    return TensorSpec(name, tuple(shape), dtype)
+
+
+def _manifest_specs(manifest: dict, key: str) -> list[TensorSpec]:
+    value = manifest.get(key)
+    if not isinstance(value, list):
+        raise ModelError(f"manifest field '{key}': expected a list, got {value!r:.60}")
+    return [_tensor_spec(d, f"manifest field '{key}[{i}]") for i, d in enumerate(value)]
+
+
+def _check_manifest(manifest: dict, module: CompiledModule) -> None:
+    """A `ModelError` naming the first manifest field that differs from the code's ABI."""
+    inputs, outputs = _manifest_specs(manifest, "inputs"), _manifest_specs(manifest, "outputs")
+    peak = manifest.get("peak_memory_bytes")
+    if peak is not None:
+        try:
+            _count(peak)
+        except ValueError as e:
+            raise ModelError(f"manifest field 'peak_memory_bytes': {e}") from None
+    profile = manifest.get("profile")
+    try:
+        slots = tuple(ProfileSlot.from_json(d) for d in profile) if profile is not None else None
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ModelError(f"manifest field 'profile': malformed ({e!r:.60})") from None
+    for key, given, code in (("inputs", inputs, module.inputs), ("outputs", outputs, module.outputs),
+                             ("peak_memory_bytes", peak, module.peak_memory_bytes),
+                             ("profile", slots, module.profile_slots)):
+        if given != code:
+            raise ModelError(f"manifest field '{key}' does not match the compiled code "
+                             f"(manifest: {_brief(given)}; code: {_brief(code)})")
+
+
+def _brief(value: object) -> str:
+    if isinstance(value, list | tuple) and value and isinstance(value[0], TensorSpec):
+        value = [f"{s.name} {list(s.shape)} {s.dtype}" for s in value]
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _read_zip(path: Path) -> tuple[zipfile.ZipFile, dict]:
+    try:
+        zf = zipfile.ZipFile(path)
+    except IsADirectoryError:
+        raise ModelError(f"{path}: is a directory, not an xweave module file") from None
+    except zipfile.BadZipFile:
+        raise ModelError(f"{path}: not an xweave module (not a zip file)") from None
+    try:
+        manifest = json.loads(zf.read("manifest.json"))
+    except KeyError:
+        zf.close()
+        raise ModelError(f"{path}: not an xweave module (no manifest.json)") from None
+    except Exception as e:  # a damaged archive or manifest: anything zipfile/json raise
+        zf.close()
+        raise ModelError(f"{path}: manifest.json cannot be read ({type(e).__name__}: {e})") from None
+    if not isinstance(manifest, dict):
+        zf.close()
+        raise ModelError(f"{path}: manifest.json is not a JSON object")
+    return zf, manifest
+
+
+def load_module(path: str | os.PathLike) -> CompiledModule:
+    """Load a module written by `CompiledModule.export` (no recompilation).
+
+    The manifest, the object code (its SHA-256, before LLVM reads it) and the
+    parameters are checked against each other and against the ABI the code carries; a
+    mismatch or a damaged file is a `ModelError` naming the field or member. Loading
+    runs no model code, but the object is machine code trusted as a shared library
+    is: load modules from sources you trust.
+    """
+    path = Path(path)
+    zf, manifest = _read_zip(path)
+    with zf:
+        if manifest.get("target", "llvm") != "llvm":  # CPU + accelerator
+            from xweave.runtime.hetero import load_hetero
+
+            try:
                 return load_hetero(path, zf, manifest)  # pyright: ignore[reportReturnType]
-            object_bytes = zf.read("module.o")
-            with np.load(io.BytesIO(zf.read("params.npz"))) as npz:
-                params = {k: npz[k] for k in npz.files}
-    except FileNotFoundError:
-        raise
-    except (zipfile.BadZipFile, KeyError, ValueError, json.JSONDecodeError) as e:
-        raise ModelError(f"{path}: not an xweave module ({e})") from None
-    if manifest.get("format") != "xweave-module" or manifest.get("version") != FORMAT_VERSION:
-        raise ModelError(f"{path}: unsupported module format {manifest.get('format')!r} "
-                         f"version {manifest.get('version')!r}")
-    target = Target.parse(manifest["cpu"]) if "cpu" in manifest else Target()
-    missing = target.missing_on_host()
-    if missing:
-        raise TargetError(f"{path}: compiled for '{target}'; this CPU ('{host_cpu_name()}') "
-                          f"lacks {', '.join(missing)}: compile it again with --target llvm "
-                          "(or for a CPU without these features)")
-    return CompiledModule(
-        object_bytes, params,
-        [TensorSpec.from_json(d) for d in manifest["inputs"]],
-        [TensorSpec.from_json(d) for d in manifest["outputs"]],
-        peak_memory_bytes=manifest.get("peak_memory_bytes"),
-        profile_slots=(tuple(ProfileSlot.from_json(d) for d in manifest["profile"])
-                       if manifest.get("profile") is not None else None),
-        target=target,
-    )
+            except ModelError as e:
+                raise ModelError(_at(path, str(e))) from None
+        _check_version(path, manifest)
+        digest = manifest.get("module_sha256")
+        if not isinstance(digest, str):
+            raise ModelError(f"{path}: manifest field 'module_sha256': expected a string, "
+                             f"got {digest!r:.60}")
+        object_bytes = _member(path, zf, "module.o")
+        if hashlib.sha256(object_bytes).hexdigest() != digest:
+            raise ModelError(f"{path}: module.o does not match the manifest's module_sha256 "
+                             "(the file was modified or truncated)")
+        raw = _member(path, zf, "params.npz")
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
+            params = {k: npz[k] for k in npz.files}
+    except Exception as e:  # a damaged .npz: anything zipfile/numpy raise
+        raise ModelError(f"{path}: params.npz cannot be read ({type(e).__name__}: {e})") from None
+    try:
+        module = CompiledModule(object_bytes, params)
+        _check_manifest(manifest, module)
+    except ModelError as e:
+        raise ModelError(_at(path, str(e))) from None
+    if not module.runnable:
+        raise TargetError(f"{path}: {module._not_runnable}: compile it again with --target "
+                          "llvm (or for a CPU without these features)")
+    return module
+
+
+def _at(path: Path, message: str) -> str:
+    """`message` prefixed by `path:` (once)."""
+    return message if message.startswith(f"{path}:") else f"{path}: {message}"
+
+
+def _check_version(path: Path, manifest: dict) -> None:
+    fmt, version = manifest.get("format"), manifest.get("version")
+    if fmt != "xweave-module":
+        raise ModelError(f"{path}: not an xweave module (manifest format {fmt!r:.60})")
+    if version == 1:
+        raise ModelError(f"{path}: module format version 1 was written by an older xweave "
+                         "and cannot be loaded; compile the model again")
+    if version != FORMAT_VERSION:
+        raise ModelError(f"{path}: unsupported module format version {version!r:.60} "
+                         f"(this xweave reads version {FORMAT_VERSION})")
+
+
+def _member(path: Path, zf: zipfile.ZipFile, name: str) -> bytes:
+    try:
+        return zf.read(name)
+    except KeyError:
+        raise ModelError(f"{path}: no '{name}' in the module") from None
+    except Exception as e:  # a damaged archive member
+        raise ModelError(f"{path}: {name} cannot be read ({type(e).__name__}: {e})") from None

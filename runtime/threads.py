@@ -39,11 +39,29 @@ explicit for child processes), unless the user set `OMP_WAIT_POLICY` or
 per region. The variable stays in `os.environ`: child processes inherit it. libgomp
 reads it once: if another library loaded libgomp first (lightgbm does), its setting
 stays.
+
+Busy cores: a parallel region ends when its last thread does, and libgomp's region
+has every thread of its team do a fixed share. When another process keeps a core
+busy, a worker waits for that core (the scheduler shares it in slices of ms), and the
+region, the call and every caller with it wait too: with one core of the development
+VM busy, 2 threads took 2.4-48 ms at the 99th percentile where 1 thread took 0.06-0.14
+ms, whatever the wait policy (`bench/contention.py`). No spin count helps: the
+worker is not there to be waited for. So `CompiledModule.run` caps its thread count by
+the cores no one else is using (`ThreadGovernor`): every `CHECK_SECONDS` at most, it
+reads the number of runnable tasks of the machine (`/proc/loadavg`), takes away those
+of the call itself (the caller and its team's workers, which spin between regions),
+and uses at most the cores left, at least 1. A single sample catching a passing task
+does not lower the cap (the larger of the last two samples counts). Other calls of
+this process running at the same time count as busy cores too, so concurrent callers
+share the cores instead of stacking teams on them. The cap only ever lowers the
+thread count asked for (`set_num_threads`); where /proc/loadavg does not exist it is
+every core.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from xweave.errors import XweaveError
 
@@ -130,11 +148,53 @@ def set_num_threads(target, n: int) -> None:
 
 
 def get_num_threads(target) -> int:
-    """The thread count a loaded `Engine` or `CompiledModule` uses."""
+    """The thread count a loaded `Engine` or `CompiledModule` was given (a
+    `CompiledModule` call may use fewer on a busy machine: `ThreadGovernor`)."""
     engine = _engine_of(target)
+    if getattr(engine, "_num_threads", None):
+        return engine._num_threads
     address = engine.address(NUM_THREADS_GLOBAL)
     if address:
         import ctypes
 
         return ctypes.c_int32.from_address(address).value
     return getattr(engine, "_num_threads", 1)
+
+
+CHECK_SECONDS = 0.01
+"""How often (at most) `ThreadGovernor.cap` samples the machine's runnable tasks."""
+
+
+class ThreadGovernor:
+    """The thread count that does not oversubscribe the machine right now (see the
+    module's docstring). One per process (`GOVERNOR`); cheap between samples."""
+
+    def __init__(self, loadavg: str = "/proc/loadavg"):
+        self.next_check = 0.0
+        """`time.perf_counter()` after which `cap` samples again."""
+        self._cores = available_cores()
+        self._online = os.cpu_count() or self._cores
+        self._cap = self._last = self._cores
+        try:
+            self._fd: int | None = os.open(loadavg, os.O_RDONLY)
+        except OSError:
+            self._fd = None
+            self.next_check = float("inf")
+
+    def cap(self, team: int) -> int:
+        """At most this many threads for the next call of a caller whose last call
+        ran `team` threads (its own runnable tasks, not someone else's)."""
+        now = time.perf_counter()
+        if now < self.next_check or self._fd is None:
+            return self._cap
+        self.next_check = now + CHECK_SECONDS
+        try:
+            running = int(os.pread(self._fd, 128, 0).split()[3].split(b"/")[0])
+        except (OSError, ValueError, IndexError):
+            return self._cap
+        sample = max(1, min(self._cores, self._online - running + team))
+        self._cap, self._last = max(sample, self._last), sample
+        return self._cap
+
+
+GOVERNOR = ThreadGovernor()

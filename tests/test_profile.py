@@ -140,12 +140,24 @@ def test_export_keeps_profiling(profiled, tmp_path):
     assert (profile.samples_ns > 0).any()
 
 
-def test_instances_have_their_own_counters(profiled, tmp_path):
-    path = tmp_path / "m.xw"
-    profiled.export(path)
-    a, b = xweave.load_module(path), xweave.load_module(path)
-    a.run(**_input())
-    assert b._profile_counters.sum() == 0 and a._profile_counters.sum() > 0
+def test_concurrent_calls_count_in_their_own_counters(profiled, plain):
+    """The counters are call state: each call (`run` or one run of `profile`) has its
+    own, so concurrent profiles see only their own kernels. Counters shared between
+    the calls would add both calls' kernel times: more than one call's wall time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = _input()
+    expected = plain.run(**x)[0]
+    with ThreadPoolExecutor(4) as pool:
+        profiles = [pool.submit(profiled.profile, repeat=8, **x) for _ in range(4)]
+        runs = [pool.submit(profiled.run, **x) for _ in range(16)]
+        profiles = [f.result() for f in profiles]
+        outputs = [f.result()[0] for f in runs]
+    for profile in profiles:
+        assert (profile.samples_ns > 0).all()
+        assert (profile.samples_ns.sum(axis=1) <= profile.total_s * 1e9).all()
+    for y in outputs:
+        np.testing.assert_array_equal(y, expected)
 
 
 def test_normal_build_pays_nothing(plain):

@@ -212,7 +212,7 @@ def test_code_for_a_cpu_with_more_features_exports_but_is_refused_here(tmp_path,
     with pytest.raises(TargetError, match="lacks avx512f"):
         module.run(data=np.zeros((1, 3, 32, 32), np.float32))
     module.export(tmp_path / "m.xwm")
-    with pytest.raises(TargetError, match=r"compiled for 'llvm -mcpu=znver4'; this CPU \('znver3'\) lacks avx512f"):
+    with pytest.raises(TargetError, match=r"compiled for 'llvm -mcpu=znver4', and this CPU \('znver3'\) lacks avx512f"):
         xweave.load_module(tmp_path / "m.xwm")
 
 

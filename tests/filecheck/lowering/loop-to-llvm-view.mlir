@@ -24,11 +24,12 @@ builtin.module {
   }
 }
 
+// The arena is call state (an uninitialized, writable global): not a parameter global
+// but @main's argument after the model's own, recorded in `xweave.call_state`.
 // CHECK:      llvm.func @k(%0: !llvm.ptr {llvm.noalias, llvm.dereferenceable = 16 : i64}, %1: !llvm.ptr {llvm.noalias, llvm.dereferenceable = 16 : i64})
 // CHECK:      llvm.func @k2(%{{.*}}: !llvm.ptr {llvm.dereferenceable = 16 : i64}, %{{.*}}: !llvm.ptr {llvm.dereferenceable = 16 : i64})
-// CHECK:      llvm.mlir.global external @xweave_param_xweave_arena() {addr_space = 0 : i32} : !llvm.array<128 x i8>
-// CHECK:      llvm.func @main(%[[X:.*]]: !llvm.ptr) {
-// CHECK-NEXT:   %[[A:.*]] = llvm.mlir.addressof @xweave_param_xweave_arena : !llvm.ptr
+// CHECK-NOT:  xweave_arena()
+// CHECK:      llvm.func @main(%[[X:.*]]: !llvm.ptr, %[[A:.*]]: !llvm.ptr) attributes {xweave.call_state = [{name = "xweave_arena", nbytes = 128 : i64}]} {
 // CHECK-NEXT:   %[[V1:.*]] = llvm.getelementptr inbounds %[[A]][64] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK-NEXT:   %[[V2:.*]] = llvm.getelementptr inbounds %[[A]][8] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK-NEXT:   llvm.call @k(%[[A]], %[[V1]])

@@ -1,0 +1,155 @@
+"""One module called from several threads at once: correctness and throughput.
+
+    python bench/concurrency.py                                # both parts
+    python bench/concurrency.py --part correctness --calls 1000
+    python bench/concurrency.py --part throughput --model resnet18 --rounds 5
+
+* correctness: `--callers` threads x `--calls` calls each of one loaded module (the
+  example CNN), every call on its own input, compared with a single-threaded run of
+  the same inputs: `wrong` counts the calls whose output differs in any bit (both
+  with the default thread count and with 1 thread per call);
+* throughput: `--model` (bench/models.py; resnet18 by default), calls per second
+  with 1 and with 2 callers, each doing `--per-caller` calls, in alternating rounds
+  (medians): once with 1 thread per call (a server's setting: parallelism across
+  requests) and once with the default thread count (the runtime caps each call's
+  threads by the free cores, and concurrent callers count as busy ones).
+  `speedup` is the 2-caller throughput over the 1-caller throughput, `overlap_2_callers`
+  the share of the time a call runs during which the other caller's runs too (1:
+  nothing serializes them; the speedup then depends on free cores: compare the load
+  average); onnxruntime's `session.run` on the same model is measured the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from common import emit, log, machine
+
+PAUSE_S = 0.05
+
+
+def correctness(callers: int, calls: int) -> None:
+    import numpy as np
+    import onnx
+
+    import xweave
+    from xweave.runtime.threads import available_cores, set_num_threads
+
+    module = xweave.build(onnx.load(Path(__file__).resolve().parents[1] / "examples" / "small_cnn.onnx"))
+    rng = np.random.default_rng(0)
+    inputs = [{s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in module.inputs}
+              for _ in range(callers * calls)]
+    for threads in sorted({1, available_cores()}):
+        set_num_threads(module, threads)
+        reference = [module.run(**x) for x in inputs]
+
+        def part(k: int) -> int:
+            wrong = 0
+            for i in range(k, len(inputs), callers):
+                out = module.run(**inputs[i])
+                wrong += any(not np.array_equal(a, b) for a, b in zip(out, reference[i]))
+            return wrong
+
+        start = time.perf_counter()
+        with ThreadPoolExecutor(callers) as pool:
+            wrong = sum(pool.map(part, range(callers)))
+        emit({"part": "correctness", "model": "small_cnn", "threads_per_call": threads,
+              "callers": callers, "calls": callers * calls, "wrong": wrong,
+              "seconds": time.perf_counter() - start, **machine()})
+
+
+def _throughput(run, callers: int, per_caller: int) -> tuple[float, float]:
+    """(calls per second, overlap) of `callers` threads each calling `run` `per_caller`
+    times; overlap: the share of the time some call runs during which 2 or more do
+    (1.0: the calls never wait for each other, 0: they are serialized)."""
+    spans: list[tuple[float, float]] = []
+
+    def part(_):
+        for _ in range(per_caller):
+            begin = time.perf_counter()
+            run()
+            spans.append((begin, time.perf_counter()))
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(callers) as pool:
+        list(pool.map(part, range(callers)))
+    rate = callers * per_caller / (time.perf_counter() - start)
+    events = sorted([(b, 1) for b, _ in spans] + [(e, -1) for _, e in spans])
+    busy = both = 0.0
+    inflight, last = 0, events[0][0]
+    for t, step in events:
+        busy += (t - last) * (inflight >= 1)
+        both += (t - last) * (inflight >= 2)
+        inflight, last = inflight + step, t
+    return rate, both / busy if busy else 0.0
+
+
+def throughput(name: str, per_caller: int, rounds: int) -> None:
+    import onnx
+    import onnxruntime as ort
+
+    import models
+    import xweave
+    from xweave.runtime.threads import available_cores, set_num_threads
+
+    path = models.model_path(name)
+    feeds = models.random_inputs(onnx.load(str(path), load_external_data=False))
+    module = xweave.build(path)
+    for threads in sorted({1, available_cores()}):
+        set_num_threads(module, threads)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        runners = {"xweave": lambda: module.run(**feeds),
+                   "onnxruntime": lambda: session.run(None, feeds)}
+        for runner in runners.values():
+            runner()
+            runner()
+        samples = {(k, c): [] for k in runners for c in (1, 2)}
+        overlaps = {k: [] for k in runners}
+        for r in range(rounds):
+            order = [(k, c) for k in runners for c in (1, 2)]
+            for key in (order if r % 2 == 0 else order[::-1]):
+                time.sleep(PAUSE_S)
+                rate, overlap = _throughput(runners[key[0]], key[1], per_caller)
+                samples[key].append(rate)
+                if key[1] == 2:
+                    overlaps[key[0]].append(overlap)
+            log(f"threads {threads} round {r}: " + ", ".join(
+                f"{k}x{c} {v[-1]:.1f}/s" for (k, c), v in samples.items()))
+        for runner in runners:
+            one = statistics.median(samples[(runner, 1)])
+            two = statistics.median(samples[(runner, 2)])
+            emit({"part": "throughput", "model": name, "runtime": runner,
+                  "threads_per_call": threads, "calls_per_s_1_caller": one,
+                  "calls_per_s_2_callers": two, "speedup": two / one,
+                  "overlap_2_callers": statistics.median(overlaps[runner]),
+                  "load_before": os.getloadavg()[0],
+                  "rounds": rounds, "per_caller": per_caller, **machine()})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--part", choices=("correctness", "throughput", "both"), default="both")
+    parser.add_argument("--callers", type=int, default=4)
+    parser.add_argument("--calls", type=int, default=1000, help="calls per caller (correctness)")
+    parser.add_argument("--model", default="resnet18")
+    parser.add_argument("--per-caller", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(var, None)
+    if args.part in ("correctness", "both"):
+        correctness(args.callers, args.calls)
+    if args.part in ("throughput", "both"):
+        throughput(args.model, args.per_caller, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
