@@ -194,7 +194,7 @@ def compile_llvm(module: ModuleOp | str, target: Target | str | None = None) -> 
         resolved = (as_target(target) if target is not None else target_of(module)).resolve()
         tm = target_machine(resolved)
         ir_module, param_names = _to_llvm_ir(module, tm)
-        text = _with_loop_ids(str(ir_module))
+        text = _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
     try:
         mod = llvm_binding.parse_assembly(text)
         mod.triple = tm.triple
@@ -336,6 +336,20 @@ def _mark_no_unroll(ir_module: llvm_ir.Module, branch: llvm_ir.Instruction) -> N
     placeholder = ir_module.add_metadata(
         [llvm_ir.MetaDataString(ir_module, f"{_LOOP_ID}{n}"), disable])
     branch.set_metadata("llvm.loop", placeholder)
+
+
+def _with_vector_width(text: str, target: Target) -> str:
+    """Each defined function with LLVM's `prefer-vector-width` and `min-legal-vector-width`
+    set to the machine model's vector width: LLVM's own vectorizers then use the
+    schedules' width (not the CPU's default preference: 256 bits on Intel AVX-512
+    cores, 512 on Zen 4), and 512-bit vectors stay zmm registers."""
+    from xweave.target import machine_model
+
+    if not target.is_cpu:
+        return text
+    bits = machine_model(target).vector_bits
+    width = f'"prefer-vector-width"="{bits}" "min-legal-vector-width"="{bits}"'
+    return re.sub(r"^(define .*\)[^{]*?)(\s*\{)$", rf"\1 {width}\2", text, flags=re.MULTILINE)
 
 
 def _with_loop_ids(text: str) -> str:
