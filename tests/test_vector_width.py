@@ -334,3 +334,26 @@ def test_compile_says_which_kernels_kept_their_schedule(chain_path, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "warning: " in run.stderr and "fused_conv2d_nchwc_relu_" in run.stderr
     assert "--any-target-records" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_xweave_tune_target_compiles_and_records_for_that_target(chain_path, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from xweave.autotune import load_records
+
+    records = tmp_path / "tuned.jsonl"
+    run = subprocess.run([str(Path(sys.executable).parent / "xweave"), "tune", str(chain_path),
+                          "--target", AVX512, "--trials", "2", "--max-tasks", "1",
+                          "--builders", "0", "--threads", "1", "-o", str(records)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert f"for '{AVX512}'" in run.stderr
+    lines = load_records(records)
+    assert len(lines) == 2
+    for record in lines:
+        assert record_target(record) == AVX512
+        assert record["config"]["lanes"] in (8, 16)
+        # Measured where the host runs AVX-512; elsewhere a load error, still recorded.
+        assert (record["result"]["error_no"] == 0) == HOST_AVX512
