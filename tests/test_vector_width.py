@@ -123,6 +123,19 @@ def test_default_register_blocks_are_sized_in_the_targets_vectors():
     assert "lanes=16" in steps and "lanes=8" not in steps
 
 
+def test_an_8_lane_target_keeps_llvm_to_ymm_registers():
+    from xweave import te
+
+    A = te.placeholder((4, 64), "float32", name="A")
+    B = te.compute((4, 64), lambda i, j: A[i, j] * A[i, j], name="square")
+    for target in (AVX2, AVX512 + " -mprefer-vector-width=256"):
+        kernel = xweave.build_kernel("square", [A], [B], target=target)
+        assert '"prefer-vector-width"="256"' in kernel.llvm_ir
+        assert "ymm" in kernel.assembly and "zmm" not in kernel.assembly
+    kernel = xweave.build_kernel("square", [A], [B], target=AVX512)
+    assert "zmm" in kernel.assembly
+
+
 def test_the_width_knob_gives_8_lane_code_on_an_avx512_target():
     info, template = _matmul_info(AVX512)
     config = {**template.default_config(info), "lanes": 8}
@@ -194,6 +207,8 @@ def test_matmuls_with_ragged_columns_at_16_lanes(m, k, n):
     C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="matmul")
     kernel = xweave.build_kernel("matmul", [A, B], [C], target=AVX512)
     assert "vector<16xf32>" in kernel.loop_ir and "zmm" in kernel.assembly
+    # LLVM's own vectorizers are told the same width.
+    assert '"prefer-vector-width"="512"' in kernel.llvm_ir
     if n % 16:
         assert "vector<8xf32>" in kernel.loop_ir  # the peeled tail
     if not HOST_AVX512:
