@@ -4,8 +4,9 @@ Benchmarks print one JSON object per measurement and never assert on time. Set t
 thread count before numpy/onnxruntime start their pools: run a benchmark once per
 thread count (each script takes --threads and sets the environment itself).
 
-Importing this module removes `OPENBLAS_CORETYPE` and `OPENBLAS_L2_SIZE` from this
-process's environment (numpy must not be imported before it): a machine may set them
+Importing this module in a benchmark script's process (not in a test that imports a
+script) removes `OPENBLAS_CORETYPE` and `OPENBLAS_L2_SIZE` from its environment
+(numpy must not be imported before it): a machine may set them
 to make OpenBLAS run another CPU's kernels (Haswell's AVX2 kernel on an AVX-512 CPU),
 and the benchmarks compare against OpenBLAS's own kernel for this CPU. Every record
 names the CPU (LLVM's host name) and the OpenBLAS kernel that ran (`machine()`).
@@ -21,7 +22,17 @@ import time
 
 OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 """Environment variables that make OpenBLAS use another CPU's kernels or cache size."""
-REMOVED_OVERRIDES = {var: os.environ.pop(var) for var in OPENBLAS_OVERRIDES if var in os.environ}
+
+
+def _benchmark_process() -> bool:
+    """Whether this process runs a script of bench/ (not a test importing one)."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    return bool(main) and os.path.dirname(os.path.abspath(main)) == os.path.dirname(
+        os.path.abspath(__file__))
+
+
+REMOVED_OVERRIDES = ({var: os.environ.pop(var) for var in OPENBLAS_OVERRIDES
+                      if var in os.environ} if _benchmark_process() else {})
 if "numpy" in sys.modules and REMOVED_OVERRIDES:  # pragma: no cover - a misuse
     print(f"warning: numpy was imported before bench/common.py: {REMOVED_OVERRIDES} still "
           "apply to OpenBLAS", file=sys.stderr)
