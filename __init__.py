@@ -39,11 +39,11 @@ def build(module_or_path, target=None, **options):
     return _build(module_or_path, target=target, **options)
 
 
-def build_kernel(name, inputs, outputs, schedule="default"):
+def build_kernel(name, inputs, outputs, schedule="default", target=None):
     """Compile a tensor-expression computation (see `xweave.te`) into a callable."""
     from xweave.kernel import build_kernel as _build_kernel
 
-    return _build_kernel(name, inputs, outputs, schedule)
+    return _build_kernel(name, inputs, outputs, schedule, target)
 
 
 def load_module(path):

@@ -41,6 +41,7 @@ def _compile(args: argparse.Namespace) -> None:
                               layout=args.layout == "nchwc",
                               **_build_options(args),
                               tuning_records=args.tuning_records,
+                              **({"any_target_records": True} if args.any_target_records else {}),
                               calibration=args.calibration)
     module.export(args.output)
     print(f"wrote {args.output}")
@@ -168,7 +169,11 @@ def register(sub) -> None:
     p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
                    help=WINOGRAD_HELP)
     p.add_argument("--tuning-records", metavar="FILE",
-                   help="records of `xweave tune`: each kernel gets its best recorded schedule")
+                   help="records of `xweave tune`: each kernel gets its best recorded schedule "
+                   "for the target")
+    p.add_argument("--any-target-records", action="store_true",
+                   help="with --tuning-records: also apply records tuned for another target "
+                   "(CPU or features) to kernels that have none for this one")
     p.add_argument("--calibration", metavar="INPUTS.npz",
                    help="target vta: sample inputs (one array per input name, optionally "
                    "stacked along a leading axis) on which int8 ranges are measured")

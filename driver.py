@@ -36,6 +36,7 @@ def build(
     dump_ir: str | os.PathLike | None = None,
     threads: int | None = None,
     tuning_records: str | os.PathLike | None = None,
+    any_target_records: bool = False,
     fuse: bool = True,
     layout: bool = True,
     winograd: bool = True,
@@ -57,7 +58,9 @@ def build(
     `threads=N` runs parallel loops on N threads (default: `XWEAVE_NUM_THREADS`, else
     every core); `xweave.runtime.threads.set_num_threads` changes it later without
     recompiling. `tuning_records=FILE` schedules each kernel with the best schedule
-    recorded for it by `xweave tune` (the others keep their default schedule).
+    recorded for it by `xweave tune` for this target (the others keep their default
+    schedule; kernels whose records are for another target are named in a warning,
+    and `any_target_records=True` applies those too).
     `fuse=False` turns operator fusion off (one kernel per graph op: the paper's
     fusion ablation). `layout=False` keeps every convolution in NCHW (default: convs that
     feed other convs run on channel-blocked NCHW16c data, the `layout` stage).
@@ -87,7 +90,8 @@ def build(
         from xweave.autotune.dispatch import tuned_schedules
 
         tuning_records = str(tuning_records)
-        tuned_schedules(tuning_records)  # a bad file fails before the work starts
+        if target.is_cpu:  # a bad file fails before the work starts
+            tuned_schedules(tuning_records, target, any_target_records)
     if profile and not target.is_cpu:
         raise XweaveError(f"profiling builds are for target 'llvm' only (got '{target}')")
     if (target_options or calibration is not None) and target.kind != "vta":
@@ -119,7 +123,7 @@ def build(
         stage_index += 1
 
     lower_to_llvm(module, on_stage, tuning_records, fuse=fuse, layout=layout, profile=profile,
-                  winograd=winograd)
+                  winograd=winograd, any_target_records=any_target_records)
     compiled = CompiledModule.from_llvm_module(module, params, signature)
     if threads is not None and compiled.runnable:
         from xweave.runtime.threads import set_num_threads

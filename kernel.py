@@ -114,13 +114,20 @@ class Kernel:
 
 
 def build_kernel(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
-                 schedule: str = "default") -> Kernel:
-    """Compile the computation of `outputs` from `inputs` into a callable `Kernel`."""
+                 schedule: str = "default", target=None) -> Kernel:
+    """Compile the computation of `outputs` from `inputs` into a callable `Kernel`, for
+    `target` (a CPU target as `xweave.build` takes it; default: `XWEAVE_TARGET`, else
+    the host)."""
     from xweave.lowering.loop_to_llvm import lower_module
     from xweave.passes.memory_plan import PEAK_ATTR, PlanMemoryPass
     from xweave.runtime.jit import compile_llvm
+    from xweave.target import TargetError, as_target, set_target
 
+    resolved = as_target(target)
+    if not resolved.is_cpu:
+        raise TargetError(f"build_kernel compiles for CPU targets (llvm ...), not '{resolved}'")
     module = lower_kernel_to_loop(name, inputs, outputs)
+    set_target(module, resolved)
     apply_schedule(module, schedule)
     loop_ir = str(module)
     kernel_func = next(op for op in module.ops if isinstance(op, func.FuncOp))

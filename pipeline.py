@@ -30,13 +30,14 @@ class Stage:
 
 def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
                 layout: bool = True, profile: bool = False,
-                winograd: bool = True) -> list[Stage]:
+                winograd: bool = True, any_target_records: bool = False) -> list[Stage]:
     """The stages from a graph-dialect module to an llvm-dialect module
     (`tuning_records`: a records file whose best schedules replace the defaults;
     `fuse=False` leaves out operator fusion, one kernel per graph op; `layout=False`
     leaves out the layout stage: every conv stays NCHW; `profile=True` times every
     kernel call of @main, see `passes.profile_kernels`; `winograd=False` leaves out the
-    winograd stage)."""
+    winograd stage; `any_target_records=True` also applies records tuned for another
+    target)."""
     from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
     from xweave.lowering.graph_to_te import ConvertGraphToTePass
@@ -79,7 +80,7 @@ def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
         # 3. Each kernel is scheduled: its template's pipeline of loop rewrites
         #    (tiling, packing, register blocking, vectorizing, parallel loops); the
         #    packing of constant weights then happens once, at compile time.
-        Stage("scheduled", (ScheduleKernelsPass(tuning_records), LoopFoldConstantPacksPass())),
+        Stage("scheduled", (ScheduleKernelsPass(tuning_records, any_target_records), LoopFoldConstantPacksPass())),
         # 4. @main's intermediate buffers share one arena where their lifetimes allow
         #    (static memory planning; the runtime binds the arena once per instance).
         Stage("planned", (PlanMemoryPass(),)),
@@ -109,6 +110,7 @@ def lower_to_llvm(
     layout: bool = True,
     profile: bool = False,
     winograd: bool = True,
+    any_target_records: bool = False,
 ) -> ModuleOp:
     """Lower a graph-dialect `module` in place to the llvm dialect.
 
@@ -122,7 +124,7 @@ def lower_to_llvm(
     """
     ctx = make_context()
     original = module.clone()  # the graph stage is small: kept to rebuild a reproducer
-    stages = llvm_stages(tuning_records, fuse, layout, profile, winograd)
+    stages = llvm_stages(tuning_records, fuse, layout, profile, winograd, any_target_records)
     if on_stage:
         on_stage("graph", module)
     for number, stage in enumerate(stages):

@@ -119,7 +119,11 @@ CPUS: dict[str, CpuInfo] = {
     "znver5": CpuInfo(_ZEN4 + ("avxvnni",), 2, 2, 4, 48 * KIB, 1 * MIB, 32 * MIB),
 }
 """CPUs known by name, with sensible defaults for a core of each (caches of a common
-part; a host's own caches are read from the OS instead)."""
+part; a host's own caches are read from the OS instead). Schedules use 16-lane vectors
+on every AVX-512 CPU, Zen 4 included: its 512-bit FMAs run as two halves (the flops of
+two ymm ones), but 16-lane code needs half the instructions, loads and broadcasts and
+measured faster there (bench/README, issue 18); `-mprefer-vector-width=256` gives
+8-lane code."""
 
 _UNKNOWN_CPU = CpuInfo(())
 

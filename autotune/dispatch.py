@@ -3,9 +3,13 @@
 `schedule-kernels{tuning-records="FILE"}` (and `xweave.build(..., tuning_records=FILE)`,
 `xweave compile --tuning-records FILE`) asks `TunedSchedules` for each kernel's
 schedule: the pipeline of the fastest successful record whose workload key is the
-kernel's (`kernel_tasks.kernel_key`), retargeted to the kernel's name. Records
-measured on this CPU win over records of other CPUs; kernels without a record keep
-their default schedule. Corrupt lines are skipped with a warning.
+kernel's (`kernel_tasks.kernel_key`), retargeted to the kernel's name. Only records
+tuned for the build's target (`records.record_target`: CPU and features) are used,
+unless asked (`any_target=True`: `xweave.build(..., any_target_records=True)`,
+`xweave compile --any-target-records`; then this target's records still win); of
+those, records measured on this CPU win over records of other CPUs. Kernels without a
+record keep their default schedule, and the kernels that had records only for another
+target are named (`skipped`). Corrupt lines are skipped with a warning.
 
 A tuned build must never be slower than the untuned one. The best of many noisy
 measurements is biased upward (it wins partly by luck), and a kernel timed alone
@@ -41,9 +45,16 @@ class TunedSchedules:
 
     def __init__(self, best: dict[str, dict], source: str = "",
                  kept_default: dict[str, tuple[float, float]] | None = None,
-                 slower_in_model: dict[str, tuple[float, float]] | None = None):
+                 slower_in_model: dict[str, tuple[float, float]] | None = None,
+                 other_targets: dict[str, str] | None = None):
         self.best = best
         self.source = source
+        self.other_targets = other_targets or {}
+        """Workload key -> the target of its records, for the workloads recorded only
+        for other targets (not applied)."""
+        self.skipped: dict[str, str] = {}
+        """Kernel name -> the other target its records are for (the kernel keeps its
+        default schedule)."""
         self.kept_default = kept_default or {}
         """Workload key -> (best tuned, default) GFLOP/s, for the workloads whose tuned
         schedules were not enough faster than the default to replace it."""
@@ -54,15 +65,18 @@ class TunedSchedules:
         """Kernel name -> workload key, for the kernels given a tuned schedule."""
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> TunedSchedules:
-        """Read a records file (see `records.load_records`); raise `TuningRecordsError`
+    def load(cls, path: str | os.PathLike, target=None, any_target: bool = False) -> TunedSchedules:
+        """Read a records file (see `records.load_records`) for builds for `target` (a
+        `Target` or its text; default: the default target); raise `TuningRecordsError`
         when it is missing, is a directory, or holds no tuning record at all."""
         from xweave.autotune.records import (
             RecordWarning,
             best_per_workload,
             load_model_checks,
             load_records,
+            record_target,
             same_target,
+            target_info,
         )
 
         p = Path(path)
@@ -90,9 +104,16 @@ class TunedSchedules:
         if len(skipped) > 5:
             warnings.warn(f"{path}: {len(skipped) - 5} more line(s) skipped", RecordWarning,
                           stacklevel=2)
-        here = [r for r in records if same_target(r)]
-        best = {**best_per_workload(r for r in records if not same_target(r)),
+        want = target_info(target)
+        mine = [r for r in records if record_target(r) == want["target"]]
+        here = [r for r in mine if same_target(r, want)]
+        best = {**best_per_workload(r for r in mine if not same_target(r, want)),
                 **best_per_workload(here)}
+        others = [r for r in records if record_target(r) != want["target"]]
+        if any_target:
+            best = {**best_per_workload(others), **best}
+        other_targets = {r["workload"]: record_target(r) for r in others
+                         if r["workload"] not in best}
         defaults = best_per_workload(r for r in here if r.get("baseline"))
         kept = {}
         for key, default in defaults.items():
@@ -107,11 +128,12 @@ class TunedSchedules:
         slower = {}
         for key, check in load_model_checks(p).items():
             record = best.get(key)
-            if (record is not None and check["schedule"] == record["schedule"]
+            if (record is not None and (not check.get("target")
+                                        or record_target(check) == record_target(record)) and check["schedule"] == record["schedule"]
                     and check["tuned_ms"] * (1 + MIN_GAIN) > check["default_ms"]):
                 slower[key] = (check["tuned_ms"], check["default_ms"])
                 del best[key]
-        return cls(best, str(path), kept, slower)
+        return cls(best, str(path), kept, slower, other_targets)
 
     def steps_for(self, kernel: func.FuncOp) -> list[str] | None:
         """The tuned pipeline of `kernel` (one pass spec per step), or None."""
@@ -120,6 +142,8 @@ class TunedSchedules:
         key = kernel_key(kernel)
         record = self.best.get(key)
         if record is None:
+            if key in self.other_targets:
+                self.skipped[kernel.sym_name.data] = self.other_targets[key]
             return None
         name = kernel.sym_name.data
         try:
@@ -133,21 +157,24 @@ class TunedSchedules:
         return steps
 
 
-_CACHE: dict[tuple[str, int, int], TunedSchedules] = {}
+_CACHE: dict[tuple, TunedSchedules] = {}
 
 
-def tuned_schedules(path: str | os.PathLike) -> TunedSchedules:
-    """`TunedSchedules.load(path)`, cached while the file is unchanged."""
+def tuned_schedules(path: str | os.PathLike, target=None, any_target: bool = False) -> TunedSchedules:
+    """`TunedSchedules.load(path, target, any_target)`, cached while the file is unchanged."""
+    from xweave.autotune.records import target_info
+
     p = Path(path)
     try:
         stat = p.stat()
-        key = (str(p.resolve()), stat.st_mtime_ns, stat.st_size)
+        key = (str(p.resolve()), stat.st_mtime_ns, stat.st_size,
+               target_info(target)["target"], any_target)
     except OSError:
-        return TunedSchedules.load(path)  # raises the clear error
+        return TunedSchedules.load(path, target, any_target)  # raises the clear error
     if key not in _CACHE:
         if len(_CACHE) > 8:
             _CACHE.clear()
-        _CACHE[key] = TunedSchedules.load(path)
+        _CACHE[key] = TunedSchedules.load(path, target, any_target)
     return _CACHE[key]
 
 

@@ -59,12 +59,18 @@ def _print(op) -> str:
     return stream.getvalue()
 
 
-def kernel_text(kernel: func.FuncOp, name: str | None = None) -> str:
-    """A `builtin.module` holding a copy of `kernel` (renamed to `name`), as text."""
+def kernel_text(kernel: func.FuncOp, name: str | None = None, target=None) -> str:
+    """A `builtin.module` holding a copy of `kernel` (renamed to `name`), as text; with
+    `target`, the module records it (`xweave.target`)."""
+    from xweave.target import set_target
+
     copy = kernel.clone()
     if name is not None:
         copy.sym_name = type(copy.sym_name)(name)
-    return _print(ModuleOp([copy]))
+    module = ModuleOp([copy])
+    if target is not None:
+        set_target(module, target)
+    return _print(module)
 
 
 def _type_text(t) -> str:
@@ -167,9 +173,23 @@ class ScheduleTask(KernelTask):
     @classmethod
     def from_kernel(cls, kernel: func.FuncOp, weight: int = 1,
                     constants: Sequence[int] = ()) -> ScheduleTask:
-        task = cls(_pack(kernel_text(kernel)), kernel_key(kernel), constants)
+        from xweave.target import target_of
+
+        # The key leaves the target out (the same kernel tuned for two targets is one
+        # workload, its records told apart by their `target`); the task's module has it.
+        task = cls(_pack(kernel_text(kernel, target=target_of(kernel))), kernel_key(kernel),
+                   constants)
         task.weight = weight
         return task
+
+    @property
+    def target(self) -> str:
+        """The resolved target the kernel is compiled for (its module's `xweave.target`)."""
+        if "target" not in self._cache:
+            from xweave.target import target_of
+
+            self._cache["target"] = str(target_of(self.base_module()).resolve())
+        return self._cache["target"]
 
     @property
     def workload_key(self) -> str:
@@ -369,16 +389,19 @@ class ScheduleTask(KernelTask):
 
 
 def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
-               winograd: bool = True) -> ModuleOp:
+               winograd: bool = True, target=None) -> ModuleOp:
     """The model lowered to the loop stage (unscheduled kernels), as `xweave.build`
-    lowers it (`winograd=False`: as `xweave.build(winograd=False)`)."""
+    lowers it for `target` (default: the default target; `winograd=False`: as
+    `xweave.build(winograd=False)`)."""
     from xdsl.passes import PassPipeline
 
     from xweave.context import make_context
     from xweave.driver import _as_graph_module
     from xweave.pipeline import llvm_stages
+    from xweave.target import as_target, set_target
 
     module = _as_graph_module(model, input_shapes)
+    set_target(module, as_target(target))
     ctx = make_context()
     for stage in llvm_stages(winograd=winograd):
         if stage.name == "scheduled":
@@ -417,8 +440,10 @@ def model_kernels(module: ModuleOp) -> list[tuple[func.FuncOp, int]]:
 
 
 def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
-                  module: ModuleOp | None = None, winograd: bool = True) -> list[ScheduleTask]:
-    """A tuning task for every kernel of `model` whose template has a choice to make.
+                  module: ModuleOp | None = None, winograd: bool = True,
+                  target=None) -> list[ScheduleTask]:
+    """A tuning task for every kernel of `model` whose template has a choice to make,
+    compiled for `target` (default: the default target; each task's module records it).
 
     `model`: an ONNX path or `ModelProto`, a graph-stage `.mlir`, or a graph module
     (or pass the loop-stage `module`); `winograd=False` keeps 3x3 convs direct.
@@ -428,7 +453,7 @@ def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
     from xweave.schedules import analyse
 
     if module is None:
-        module = loop_stage(model, input_shapes, winograd)
+        module = loop_stage(model, input_shapes, winograd, target)
     tasks: dict[str, ScheduleTask] = {}
     constants = constant_arguments(module)
     for kernel, calls in model_kernels(module):

@@ -5,7 +5,7 @@ A record (`RECORD_VERSION` 1):
 ```json
 {"workload": "matmul_ir(K=64, M=64, N=64)",
  "task": {"template": "matmul_ir", "args": {"M": 64, "N": 64, "K": 64}},
- "target": {"cpu": "znver3", "features_hash": "3f1c0a9e5b7d2c44"},
+ "target": {"cpu": "znver3", "features_hash": "3f1c0a9e5b7d2c44", "target": "llvm -mcpu=znver3"},
  "schedule": "loop-split{loop=matmul.i factor=16},...",
  "point": [3, 5, 1, 402, 0, 1],
  "config": {"tile_i": [4, 16], ...},
@@ -13,6 +13,11 @@ A record (`RECORD_VERSION` 1):
             "build_s": 0.061, "run_s": 0.12, "number": 1531},
  "tuner": "lgbm", "trial": 17, "timestamp": 1763821234.5, "version": "xweave 0.1.0"}
 ```
+
+`target` names the CPU the record was timed on (LLVM's name and a hash of its feature
+string) and the resolved target its code was compiled for (`xweave.target`: the
+task's module's `xweave.target`). Records of one target are not applied to another
+(`same_target`, `autotune.dispatch`).
 
 `RecordWriter` appends one line per measurement, flushes and fsyncs it, so a killed
 tuning run (even `kill -9`) loses no completed record; if the file ends in a partial
@@ -50,9 +55,14 @@ def xweave_version() -> str:
         return "xweave unknown"
 
 
+def target_info(target: Any = None) -> dict[str, str]:
+    """The host CPU (LLVM's name), a hash of its feature string, and the resolved
+    `target` code is compiled for (a `Target` or its text; default: the default target)."""
+    return {**_host_info(), "target": _resolved(str(target) if target is not None else None)}
+
+
 @functools.cache
-def target_info() -> dict[str, str]:
-    """The host CPU (LLVM's name) and a hash of its feature string."""
+def _host_info() -> dict[str, str]:
     try:
         from xweave.target import _host_cpu
 
@@ -62,6 +72,28 @@ def target_info() -> dict[str, str]:
 
         cpu, features = platform.processor() or platform.machine(), ""
     return {"cpu": cpu, "features_hash": hashlib.sha256(features.encode()).hexdigest()[:16]}
+
+
+@functools.cache
+def _resolved(text: str | None) -> str:
+    from xweave.target import as_target
+
+    return str(as_target(text).resolve())
+
+
+def record_target(record: dict) -> str:
+    """The resolved target a record's code was compiled for. Records written before
+    targets were recorded were compiled for the CPU they were timed on."""
+    target = record.get("target") or {}
+    if target.get("target"):
+        return target["target"]
+    from xweave.target import CPUS, TargetError
+
+    cpu = target.get("cpu", "")
+    try:
+        return _resolved(f"llvm -mcpu={cpu}") if cpu in CPUS else f"llvm -mcpu={cpu}"
+    except TargetError:
+        return f"llvm -mcpu={cpu}"
 
 
 def _jsonable(value: Any) -> Any:
@@ -96,7 +128,7 @@ def make_record(task: Any, point: Sequence[int], result: Any, tuner: str = "",
     return {
         "workload": task.workload_key,
         "task": _jsonable(spec),
-        "target": getattr(result, "target", None) or target_info(),  # where it was timed
+        "target": task_target(task, getattr(result, "target", None)),  # timed where, for what
         "schedule": schedule,
         "point": [int(p) for p in point],
         "config": config,
@@ -262,7 +294,19 @@ def pick_best(in_path: str | os.PathLike, out_path: str | os.PathLike) -> dict[s
     return best
 
 
+def task_target(task: Any, timed: dict | None = None) -> dict[str, str]:
+    """The `target` a record of `task` has when timed on `timed` (a `target_info`;
+    default: this CPU): the task's compilation target (its module's `xweave.target`)."""
+    return {**(timed or target_info()),
+            "target": target_info(getattr(task, "target", None))["target"]}
+
+
 def same_target(record: dict, target: dict | None = None) -> bool:
-    """Whether a record was measured on this CPU (same name and feature hash)."""
+    """Whether a record was measured on the CPU of `target` (same name and feature
+    hash) for the same compilation target (default: `target_info()`, this CPU and the
+    default target)."""
     target = target or target_info()
-    return record.get("target") == target
+    timed = record.get("target") or {}
+    return (timed.get("cpu") == target.get("cpu")
+            and timed.get("features_hash") == target.get("features_hash")
+            and record_target(record) == (target.get("target") or target_info()["target"]))

@@ -43,6 +43,7 @@ from xweave.autotune.records import (
     load_records,
     make_record,
     same_target,
+    task_target,
 )
 from xweave.autotune.search import ModelBasedTuner, Tuner, make_tuner
 from xweave.autotune.space import Point
@@ -150,13 +151,15 @@ def _default_measurers(task: Any, builder, runner):
     return builder, runner, own
 
 
-def _load_transfer(tuner: ModelBasedTuner, records: list[dict], own_key: str) -> int:
-    """Feed other workloads' successful records to the tuner; returns rows added."""
+def _load_transfer(tuner: ModelBasedTuner, records: list[dict], own_key: str,
+                   target: dict | None = None) -> int:
+    """Feed other workloads' successful records of `target` (a `records.target_info`)
+    to the tuner; returns rows added."""
     from xweave.autotune.task import task_from_spec
 
     by_workload: dict[str, list[dict]] = {}
     for r in records:
-        if r["workload"] != own_key and r.get("task") and same_target(r):
+        if r["workload"] != own_key and r.get("task") and same_target(r, target):
             by_workload.setdefault(r["workload"], []).append(r)
     added = 0
     for key, rs in by_workload.items():
@@ -214,10 +217,10 @@ def tune(
     writer = None
     if records_path is not None:
         all_records = load_records(records_path)
-        prior = [r for r in all_records if r["workload"] == key
-                 and same_target(r, getattr(runner, "target_info", None))]
+        here = task_target(task, getattr(runner, "target_info", None))
+        prior = [r for r in all_records if r["workload"] == key and same_target(r, here)]
         if transfer and isinstance(tuner, ModelBasedTuner):
-            _load_transfer(tuner, all_records, key)
+            _load_transfer(tuner, all_records, key, here)
         writer = RecordWriter(records_path)
     curve: list[float] = []
     best = 0.0

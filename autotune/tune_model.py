@@ -131,6 +131,7 @@ def tune_model(
     this machine's label).
     """
     from xweave.autotune.kernel_tasks import extract_tasks
+    from xweave.autotune.records import task_target
     from xweave.autotune.search import TUNERS
     from xweave.autotune.tune import tune
     from xweave.driver import ACCELERATORS
@@ -150,14 +151,14 @@ def tune_model(
         check_num_threads(threads)
     check_records_file(records_path)
 
-    tasks = extract_tasks(model, input_shapes)
+    tasks = extract_tasks(model, input_shapes, target=target if target.is_cpu else None)
     if max_tasks is not None:
         tasks = tasks[:max_tasks]
     if not tasks:
         log("nothing to tune: no kernel of the model has a schedule choice")
         return []
-    log(f"{len(tasks)} task(s) to tune, {trials} trials each, tuner {tuner}, "
-        f"records {records_path}")
+    log(f"{len(tasks)} task(s) to tune for '{tasks[0].target}', {trials} trials each, "
+        f"tuner {tuner}, records {records_path}")
     saved_threads = os.environ.get(NUM_THREADS_ENV)
     if threads is not None:
         os.environ[NUM_THREADS_ENV] = str(threads)  # read by the runner's loaded code
@@ -174,7 +175,8 @@ def tune_model(
                           initial_points=[task.default_point()],
                           label=f"{i}/{len(tasks)} {task.workload_key.split('#')[0]}")
             results.append(result)
-            default = _default_gflops(task, records_path, getattr(run, "target_info", None))
+            default = _default_gflops(task, records_path,
+                                      task_target(task, getattr(run, "target_info", None)))
             failed = sum(v for k, v in result.errors.items() if k)
             kept = default and result.best_gflops < default * (1 + MIN_GAIN)
             log(f"  best {result.best_gflops:.2f} GFLOP/s"
@@ -184,7 +186,8 @@ def tune_model(
                 + f" after {result.trials} new + {result.resumed} resumed trials, "
                   f"{failed} error(s); stopped: {result.stop_reason}")
         if runner == "local" and target.is_cpu:
-            check_in_model(model, records_path, threads, input_shapes, log=log)
+            check_in_model(model, records_path, threads, input_shapes, log=log,
+                           target=str(target))
     finally:
         builder.close()
         run.close()
@@ -198,12 +201,12 @@ def tune_model(
 
 def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | None = None,
                    input_shapes: dict[str, tuple[int, ...]] | None = None, rounds: int = 5,
-                   repeat: int = 10, log: Callable[[str], None] | None = None
-                   ) -> dict[str, tuple[float, float]]:
-    """Time every tuned kernel inside the model against its default schedule and
-    append a `model_check` record per tuned workload; returns workload key ->
-    (tuned ms, default ms), summed over the kernel's calls (medians of `rounds`
-    alternating profiles of `repeat` runs each)."""
+                   repeat: int = 10, log: Callable[[str], None] | None = None,
+                   target: str | None = None) -> dict[str, tuple[float, float]]:
+    """Time every tuned kernel inside the model (built for `target`, default: the
+    default target) against its default schedule and append a `model_check` record per
+    tuned workload; returns workload key -> (tuned ms, default ms), summed over the
+    kernel's calls (medians of `rounds` alternating profiles of `repeat` runs each)."""
     import tempfile
     import time
 
@@ -229,14 +232,15 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
         with RecordWriter(measured, fsync=False) as w:
             for r in records:
                 w.write({k: v for k, v in r.items() if not k.startswith("_")})
-        best = tuned_schedules(measured).best
+        best = tuned_schedules(measured, target).best
         if not best:
             return {}
         log(f"model check: timing {len(best)} tuned kernel(s) inside the model")
-        options = {"input_shapes": input_shapes, "threads": threads, "profile": True}
+        options = {"input_shapes": input_shapes, "threads": threads, "profile": True,
+                   "target": target}
         default = xweave.build(model, **options)
         tuned = xweave.build(model, tuning_records=measured, **options)
-        applied = dict(tuned_schedules(measured).applied)  # kernel name -> workload
+        applied = dict(tuned_schedules(measured, target).applied)  # kernel name -> workload
     rng = np.random.default_rng(0)
     feeds = {s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in default.inputs}
     samples: dict[str, dict[str, list[float]]] = {"default": {}, "tuned": {}}
@@ -255,7 +259,7 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
         for key, (tuned_ms, default_ms) in times.items():
             w.write({"kind": MODEL_CHECK, "workload": key, "schedule": best[key]["schedule"],
                      "tuned_ms": round(tuned_ms, 6), "default_ms": round(default_ms, 6),
-                     "threads": threads, "target": target_info(), "timestamp": time.time(),
+                     "threads": threads, "target": target_info(target), "timestamp": time.time(),
                      "version": xweave_version()})
             faster += tuned_ms * (1 + MIN_GAIN) <= default_ms
     total_default = sum(d for _, d in times.values())

@@ -3,6 +3,13 @@
 Benchmarks print one JSON object per measurement and never assert on time. Set the
 thread count before numpy/onnxruntime start their pools: run a benchmark once per
 thread count (each script takes --threads and sets the environment itself).
+
+Importing this module in a benchmark script's process (not in a test that imports a
+script) removes `OPENBLAS_CORETYPE` and `OPENBLAS_L2_SIZE` from its environment
+(numpy must not be imported before it): a machine may set them
+to make OpenBLAS run another CPU's kernels (Haswell's AVX2 kernel on an AVX-512 CPU),
+and the benchmarks compare against OpenBLAS's own kernel for this CPU. Every record
+names the CPU (LLVM's host name) and the OpenBLAS kernel that ran (`machine()`).
 """
 
 from __future__ import annotations
@@ -12,6 +19,23 @@ import os
 import platform
 import sys
 import time
+
+OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+"""Environment variables that make OpenBLAS use another CPU's kernels or cache size."""
+
+
+def _benchmark_process() -> bool:
+    """Whether this process runs a script of bench/ (not a test importing one)."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    return bool(main) and os.path.dirname(os.path.abspath(main)) == os.path.dirname(
+        os.path.abspath(__file__))
+
+
+REMOVED_OVERRIDES = ({var: os.environ.pop(var) for var in OPENBLAS_OVERRIDES
+                      if var in os.environ} if _benchmark_process() else {})
+if "numpy" in sys.modules and REMOVED_OVERRIDES:  # pragma: no cover - a misuse
+    print(f"warning: numpy was imported before bench/common.py: {REMOVED_OVERRIDES} still "
+          "apply to OpenBLAS", file=sys.stderr)
 
 
 def set_threads(threads: int) -> None:
@@ -98,7 +122,24 @@ def interleaved_times(fns, rounds: int, min_seconds: float = 0.05,
     return samples
 
 
+def openblas_kernel() -> str | None:
+    """The kernel OpenBLAS runs in this process (threadpoolctl's `architecture`, e.g.
+    'SkylakeX' for its AVX-512 kernels, 'Haswell' for AVX2), once numpy is imported;
+    None without numpy or threadpoolctl (the `bench` extra)."""
+    if "numpy" not in sys.modules:
+        return None
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    kernels = [pool.get("architecture") for pool in threadpool_info()
+               if pool.get("internal_api") == "openblas"]
+    return ",".join(sorted({k for k in kernels if k})) or None
+
+
 def machine() -> dict:
+    """What every figure names: the CPU (LLVM's host name), its cores, the OpenBLAS
+    kernel, and the OpenBLAS overrides this process removed."""
     info = {"python": platform.python_version(), "cpus": os.cpu_count()}
     try:
         import llvmlite.binding as llvm
@@ -106,7 +147,20 @@ def machine() -> dict:
         info["cpu"] = llvm.get_host_cpu_name()
     except Exception:  # pragma: no cover - informational only
         pass
+    kernel = openblas_kernel()
+    if kernel is not None:
+        info["openblas"] = kernel
+    if REMOVED_OVERRIDES:
+        info["removed_env"] = ",".join(f"{k}={v}" for k, v in REMOVED_OVERRIDES.items())
     return info
+
+
+def parse_targets(text: str | None) -> list[str]:
+    """`--targets 'llvm;llvm -mprefer-vector-width=256;llvm -mcpu=znver3'` as a list
+    (default: the default target only, `XWEAVE_TARGET` or the host)."""
+    if not text:
+        return [os.environ.get("XWEAVE_TARGET", "").strip() or "llvm"]
+    return [t.strip() for t in text.split(";") if t.strip()]
 
 
 def emit(record: dict) -> None:

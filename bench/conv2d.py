@@ -4,6 +4,8 @@
     python bench/conv2d.py --threads 2
     python bench/conv2d.py --layers C2,C6,C9,C12 --winograd   # + Winograd vs direct, blocked
     python bench/conv2d.py --threads 2 --interleave 7   # alternating rounds (shared machine)
+    python bench/conv2d.py --interleave 5 --targets "llvm;llvm -mprefer-vector-width=256;llvm -mcpu=znver3"
+                                          # one build per target, all timed in the same rounds
 
 The twelve ResNet-18 layers of the TVM paper's Table 2 (C1-C12) and MobileNet's
 depthwise 3x3 layers (D1-D9). Each layer is one ONNX Conv node with random weights.
@@ -15,7 +17,7 @@ import argparse
 import math
 import sys
 
-from common import emit, interleaved_times, log, machine, median_time, set_threads
+from common import emit, interleaved_times, log, machine, median_time, parse_targets, set_threads
 
 # name: (H=W, in channels, out channels, kernel, stride, pad, groups)
 RESNET18 = {
@@ -63,14 +65,14 @@ def chain_model(size, channels):
     return single
 
 
-def blocked_conv_ms(model, x, threads: int, winograd: bool) -> float:
+def blocked_conv_ms(model, x, threads: int, target: str, winograd: bool) -> float:
     """Median ms of one blocked conv of `chain_model`: its kernels' profiled times
     (layout transforms at the ends left out), halved."""
     import numpy as np
 
     import xweave
 
-    module = xweave.build(model, threads=threads, profile=True, winograd=winograd)
+    module = xweave.build(model, target=target, threads=threads, profile=True, winograd=winograd)
     profile = module.profile(repeat=20, x=x)
     slots = [i for i, s in enumerate(profile.slots) if not s.kernel.startswith("layout_transform")]
     per_run = profile.samples_ns[:, slots].sum(axis=1)
@@ -88,7 +90,13 @@ def main() -> None:
     parser.add_argument("--winograd", action="store_true",
                         help="also time each 3x3 stride-1 layer on channel-blocked data (in a "
                         "chain of two) with the winograd stage off and on")
+    parser.add_argument("--targets", help="';'-separated targets to build each layer for "
+                        "(default: XWEAVE_TARGET, else the host); with several, --interleave "
+                        "times them all in the same rounds (default 5)")
     args = parser.parse_args()
+    targets = parse_targets(args.targets)
+    if len(targets) > 1 and not args.interleave:
+        args.interleave = 5
     set_threads(args.threads)
 
     import numpy as np
@@ -99,7 +107,7 @@ def main() -> None:
 
     names = args.layers.split(",") if args.layers else list(LAYERS)
     peak = peak_gflops(args.threads)
-    ratios = {"resnet": [], "depthwise": []}
+    ratios = {(group, target): [] for group in ("resnet", "depthwise") for target in targets}
     for name in names:
         size, cin, cout, k, stride, pad, groups = LAYERS[name]
         model = conv_model(size, cin, cout, k, stride, pad, groups)
@@ -109,47 +117,69 @@ def main() -> None:
         session = ort.InferenceSession(model.SerializeToString(), options)
         x = np.random.default_rng(1).standard_normal((1, cin, size, size), dtype=np.float32)
         (expected,) = session.run(None, {"x": x})
-        module = xweave.build(model, threads=args.threads)
-        np.testing.assert_allclose(module.run(x=x)[0], expected, rtol=1e-3, atol=1e-3)
+        modules = [xweave.build(model, target=t, threads=args.threads) for t in targets]
+        for module in modules:
+            np.testing.assert_allclose(module.run(x=x)[0], expected, rtol=1e-3, atol=1e-3)
         out = (size + 2 * pad - k) // stride + 1
         flops = 2.0 * out * out * cout * (cin // groups) * k * k
         if args.interleave:
-            xw, orts = interleaved_times([lambda: module.run(x=x),
-                                          lambda: session.run(None, {"x": x})], args.interleave)
-            t_xw, t_ort = float(np.median(xw)), float(np.median(orts))
+            *xws, orts = interleaved_times([*(lambda m=m: m.run(x=x) for m in modules),
+                                            lambda: session.run(None, {"x": x})], args.interleave)
+            t_xws, t_ort = [float(np.median(xw)) for xw in xws], float(np.median(orts))
         else:
-            t_xw = float(np.median(module.benchmark({"x": x}, repeat=7, number=max(1, int(0.05 / 1e-3)))))
+            module = modules[0]
+            xws = [None]
+            t_xws = [float(np.median(module.benchmark({"x": x}, repeat=7, number=max(1, int(0.05 / 1e-3)))))]
             t_ort = median_time(lambda: session.run(None, {"x": x}))
-        record = {
-            "bench": "conv2d", "layer": name, "threads": args.threads,
-            "shape": f"{size}x{size} {cin}->{cout} k{k} s{stride} p{pad} g{groups}",
-            "xweave_ms": round(t_xw * 1e3, 3), "onnxruntime_ms": round(t_ort * 1e3, 3),
-            "xweave_gflops": round(flops / t_xw / 1e9, 1), "onnxruntime_gflops": round(flops / t_ort / 1e9, 1),
-            "ratio_vs_onnxruntime": round(t_ort / t_xw, 3),
-            "xweave_peak_fraction": round(flops / t_xw / 1e9 / peak, 3),
-            "onnxruntime_peak_fraction": round(flops / t_ort / 1e9 / peak, 3), **machine(),
-        }
-        if args.interleave:
-            record.update({"rounds": len(xw), "median_round_ratio": round(
-                float(np.median(np.array(orts) / np.array(xw))), 3)})
-        if args.winograd and (k, stride, groups) == (3, 1, 1) and cin == cout:
-            chain = chain_model(size, cin)
-            direct = blocked_conv_ms(chain, x, args.threads, winograd=False)
-            wino = blocked_conv_ms(chain, x, args.threads, winograd=True)
-            record.update({"blocked_direct_ms": round(direct, 3), "blocked_winograd_ms": round(wino, 3),
-                           "winograd_speedup": round(direct / wino, 3),
-                           "winograd_ratio_vs_onnxruntime": round(t_ort * 1e3 / wino, 3)})
-        ratios["depthwise" if groups > 1 else "resnet"].append(t_ort / t_xw)
-        emit(record)
-        log(f"{name} {record['shape']}: xweave {record['xweave_ms']} ms, onnxruntime "
-            f"{record['onnxruntime_ms']} ms, ratio {record['ratio_vs_onnxruntime']}"
-            + (f" (per round {record['median_round_ratio']})" if args.interleave else "")
-            + (f"; blocked: direct {record['blocked_direct_ms']} ms, winograd "
-               f"{record['blocked_winograd_ms']} ms" if "blocked_winograd_ms" in record else ""))
-    for group, values in ratios.items():
+        for target, module, xw, t_xw in zip(targets, modules, xws, t_xws):
+            report(args, name, target, module, (size, cin, cout, k, stride, pad, groups), flops,
+                   peak, t_xw, t_ort, xw, orts if args.interleave else None, x, ratios)
+    for (group, target), values in ratios.items():
         if values:
             emit({"bench": "conv2d_geomean", "group": group, "threads": args.threads,
-                  "ratio_vs_onnxruntime": round(math.exp(sum(map(math.log, values)) / len(values)), 3)})
+                  "target": target, "layers": len(values),
+                  "ratio_vs_onnxruntime": round(math.exp(sum(map(math.log, values)) / len(values)), 3),
+                  "min_ratio": round(min(values), 3), **machine()})
+
+
+def report(args, name, target, module, spec, flops, peak, t_xw, t_ort, xw, orts, x, ratios):
+    """Emit one layer's record for one target."""
+    import numpy as np
+
+    size, cin, cout, k, stride, pad, groups = spec
+    record = {
+        "bench": "conv2d", "layer": name, "threads": args.threads, "target": target,
+        "lanes": _lanes(module.target),
+        "shape": f"{size}x{size} {cin}->{cout} k{k} s{stride} p{pad} g{groups}",
+        "xweave_ms": round(t_xw * 1e3, 3), "onnxruntime_ms": round(t_ort * 1e3, 3),
+        "xweave_gflops": round(flops / t_xw / 1e9, 1), "onnxruntime_gflops": round(flops / t_ort / 1e9, 1),
+        "ratio_vs_onnxruntime": round(t_ort / t_xw, 3),
+        "xweave_peak_fraction": round(flops / t_xw / 1e9 / peak, 3),
+        "onnxruntime_peak_fraction": round(flops / t_ort / 1e9 / peak, 3), **machine(),
+    }
+    if orts is not None:
+        record.update({"rounds": len(xw), "median_round_ratio": round(
+            float(np.median(np.array(orts) / np.array(xw))), 3)})
+    if args.winograd and (k, stride, groups) == (3, 1, 1) and cin == cout:
+        chain = chain_model(size, cin)
+        direct = blocked_conv_ms(chain, x, args.threads, target, winograd=False)
+        wino = blocked_conv_ms(chain, x, args.threads, target, winograd=True)
+        record.update({"blocked_direct_ms": round(direct, 3), "blocked_winograd_ms": round(wino, 3),
+                       "winograd_speedup": round(direct / wino, 3),
+                       "winograd_ratio_vs_onnxruntime": round(t_ort * 1e3 / wino, 3)})
+    ratios["depthwise" if groups > 1 else "resnet", target].append(t_ort / t_xw)
+    emit(record)
+    log(f"{name} {record['shape']} [{target}]: xweave {record['xweave_ms']} ms, onnxruntime "
+        f"{record['onnxruntime_ms']} ms, ratio {record['ratio_vs_onnxruntime']}"
+        + (f" (per round {record['median_round_ratio']})" if args.interleave else "")
+        + (f"; blocked: direct {record['blocked_direct_ms']} ms, winograd "
+           f"{record['blocked_winograd_ms']} ms" if "blocked_winograd_ms" in record else ""))
+
+
+def _lanes(target) -> int:
+    from xweave.target import machine_model
+
+    return machine_model(target).lanes
 
 
 if __name__ == "__main__":

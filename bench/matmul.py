@@ -3,6 +3,10 @@
     python bench/matmul.py --threads 1     # JSON lines, one per shape
     python bench/matmul.py --threads 2
     python bench/matmul.py --threads 1 --interleave 9   # on a shared machine, see below
+    python bench/matmul.py --interleave 7 --targets "llvm;llvm -mcpu=znver3"   # one kernel per target
+
+numpy runs OpenBLAS's own kernel for this CPU (bench/common.py removes
+OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from this process); each record names it.
 
 Shapes: square N = 256, 512, 1024, 2048 and the ResNet/BERT shapes MxKxN =
 1x512x1000, 128x768x768, 128x768x3072. C = A @ B with A [M, K], B [K, N].
@@ -23,7 +27,7 @@ import argparse
 import sys
 
 from common import (QUIET_WAIT_SECONDS, emit, interleaved_times, log, machine, median_time,
-                    set_threads)
+                    parse_targets, set_threads)
 
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1, 512, 1000), (128, 768, 768), (128, 768, 3072)]
@@ -37,7 +41,13 @@ def main() -> None:
                         help="alternate xweave and numpy for ROUNDS rounds (see above)")
     parser.add_argument("--quiet", action="store_true",
                         help="with --interleave: keep only rounds the rest of the machine left alone")
+    parser.add_argument("--targets", help="';'-separated targets to build each kernel for "
+                        "(default: XWEAVE_TARGET, else the host); with several, all are timed "
+                        "in the same rounds (--interleave, default 5)")
     args = parser.parse_args()
+    targets = parse_targets(args.targets)
+    if len(targets) > 1 and not args.interleave:
+        args.interleave = 5
     set_threads(args.threads)
 
     import numpy as np
@@ -53,39 +63,51 @@ def main() -> None:
         B = te.placeholder((k_extent, n), "float32", name="B")
         k = te.reduce_axis(k_extent, name="k")
         C = te.compute((m, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul")
-        kernel = build_kernel("matmul", [A, B], [C], schedule="default")
+        kernels = [build_kernel("matmul", [A, B], [C], schedule="default", target=t) for t in targets]
         a = rng.standard_normal((m, k_extent), dtype=np.float32)
         b = rng.standard_normal((k_extent, n), dtype=np.float32)
         out = np.empty((m, n), np.float32)
-        got = kernel(a, b, out=[out])
-        np.testing.assert_allclose(got, a @ b, rtol=1e-3, atol=1e-3 * np.sqrt(k_extent))
+        for kernel in kernels:
+            got = kernel(a, b, out=[out])
+            np.testing.assert_allclose(got, a @ b, rtol=1e-3, atol=1e-3 * np.sqrt(k_extent))
         flops = 2.0 * m * n * k_extent
         if args.interleave:
-            xw, nps = interleaved_times([lambda: kernel(a, b, out=[out]),
-                                         lambda: np.matmul(a, b, out=out)], args.interleave,
-                                        quiet=args.quiet)
-            if not xw:
+            *xws, nps = interleaved_times([*(lambda kn=kn: kn(a, b, out=[out]) for kn in kernels),
+                                           lambda: np.matmul(a, b, out=out)], args.interleave,
+                                          quiet=args.quiet)
+            if not nps:
                 log(f"matmul {m}x{k_extent}x{n}: no quiet round in {QUIET_WAIT_SECONDS:.0f} s")
                 continue
-            t_xw, t_np = float(np.median(xw)), float(np.median(nps))
-            round_ratio = float(np.median(np.array(nps) / np.array(xw)))
+            t_np = float(np.median(nps))
         else:
-            t_xw = median_time(lambda: kernel(a, b, out=[out]))
+            xws = [[median_time(lambda: kernels[0](a, b, out=[out]))]]
             t_np = median_time(lambda: np.matmul(a, b, out=out))
-        record = {
-            "bench": "matmul", "shape": f"{m}x{k_extent}x{n}", "threads": args.threads,
-            "xweave_gflops": round(flops / t_xw / 1e9, 1), "numpy_gflops": round(flops / t_np / 1e9, 1),
-            "ratio_vs_numpy": round(t_np / t_xw, 3),
-            "xweave_peak_fraction": round(flops / t_xw / 1e9 / peak, 3),
-            "numpy_peak_fraction": round(flops / t_np / 1e9 / peak, 3),
-            "peak_gflops": round(peak, 1), **machine(),
-        }
-        if args.interleave:
-            record.update({"rounds": len(xw), "median_round_ratio": round(round_ratio, 3)})
-        emit(record)
-        log(f"matmul {record['shape']}: xweave {record['xweave_gflops']} GFLOP/s, "
-            f"numpy {record['numpy_gflops']}, ratio {record['ratio_vs_numpy']}"
-            + (f" (per round {record['median_round_ratio']})" if args.interleave else ""))
+        for target, xw in zip(targets, xws):
+            emit_record(args, target, (m, k_extent, n), flops, peak, xw, nps if args.interleave else None, t_np)
+
+
+def emit_record(args, target, shape, flops, peak, xw, nps, t_np) -> None:
+    """One shape's record for one target."""
+    import numpy as np
+
+    m, k_extent, n = shape
+    t_xw = float(np.median(xw))
+    record = {
+        "bench": "matmul", "shape": f"{m}x{k_extent}x{n}", "threads": args.threads,
+        "target": target,
+        "xweave_gflops": round(flops / t_xw / 1e9, 1), "numpy_gflops": round(flops / t_np / 1e9, 1),
+        "ratio_vs_numpy": round(t_np / t_xw, 3),
+        "xweave_peak_fraction": round(flops / t_xw / 1e9 / peak, 3),
+        "numpy_peak_fraction": round(flops / t_np / 1e9 / peak, 3),
+        "peak_gflops": round(peak, 1), **machine(),
+    }
+    if nps is not None:
+        record.update({"rounds": len(xw), "median_round_ratio": round(
+            float(np.median(np.array(nps) / np.array(xw))), 3)})
+    emit(record)
+    log(f"matmul {record['shape']} [{target}]: xweave {record['xweave_gflops']} GFLOP/s, "
+        f"numpy {record['numpy_gflops']}, ratio {record['ratio_vs_numpy']}"
+        + (f" (per round {record['median_round_ratio']})" if args.interleave else ""))
 
 
 if __name__ == "__main__":

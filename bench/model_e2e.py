@@ -5,6 +5,7 @@
     python bench/model_e2e.py --models resnet50 --fuse both  # the fusion ablation
     python bench/model_e2e.py --layout nchw                  # every conv in NCHW
     python bench/model_e2e.py --no-winograd                  # no Winograd convs
+    python bench/model_e2e.py --targets "llvm;llvm -mcpu=znver3" # one build per target, same rounds
 
 One JSON line per (model, threads, fusion setting):
 `{"model", "threads", "fuse", "layout", "xweave_ms", "ort_ms", "ratio", "compile_s", "peak_bytes",
@@ -29,7 +30,7 @@ import inspect
 import statistics
 import time
 
-from common import emit, log, machine, median_time, set_threads
+from common import emit, log, machine, median_time, parse_targets, set_threads
 
 
 PAUSE_S = 0.02
@@ -53,12 +54,15 @@ def ort_session(path, threads: int):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def compile_model(path, fuse: bool, layout: str = "nchwc", winograd: bool = True):
+def compile_model(path, fuse: bool, layout: str = "nchwc", winograd: bool = True,
+                  target: str | None = None):
     """(module, seconds) for `xweave.build`, with fusion on or off, NCHW or NCHW16c convs,
-    with or without the winograd stage."""
+    with or without the winograd stage, for `target` (default: the default target)."""
     import xweave
 
     options = {} if fuse else {"fuse": False}
+    if target is not None:
+        options["target"] = target
     options["layout"] = layout == "nchwc"
     if not winograd:
         options["winograd"] = False
@@ -78,7 +82,8 @@ def max_rel_err(got, expected) -> float:
 
 
 def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int,
-                layout: str = "nchwc", winograd: bool = True, rounds: int = 7) -> None:
+                layout: str = "nchwc", winograd: bool = True, rounds: int = 7,
+                targets: list[str] | None = None) -> None:
     import onnx
 
     import models
@@ -87,13 +92,17 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
     path = models.model_path(name)
     feeds = models.random_inputs(onnx.load(str(path), load_external_data=False))
 
+    targets = targets or [None]
     compiled = {}
-    for fuse in fuse_modes:
-        try:
-            compiled[fuse] = compile_model(path, fuse, layout, winograd)
-        except Exception as e:  # noqa: BLE001 - reported, the other models still run
-            emit({"model": name, "fuse": fuse, "error": f"{type(e).__name__}: {e}"})
-            log(f"{name} (fuse={'on' if fuse else 'off'}): compilation failed: {type(e).__name__}: {e}")
+    for target in targets:
+        for fuse in fuse_modes:
+            try:
+                compiled[fuse, target] = compile_model(path, fuse, layout, winograd, target)
+            except Exception as e:  # noqa: BLE001 - reported, the other models still run
+                emit({"model": name, "fuse": fuse, "target": target,
+                      "error": f"{type(e).__name__}: {e}"})
+                log(f"{name} (fuse={'on' if fuse else 'off'}, {target}): compilation failed: "
+                    f"{type(e).__name__}: {e}")
     for threads in threads_list:
         # Alternating rounds (xweave, then onnxruntime, a pause after each so that idle
         # threads stop spinning), medians over the rounds: this VM's speed changes by
@@ -120,27 +129,27 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
         del session
         ort_s = statistics.median(ort_samples)
         timed = {fuse: (got[fuse], statistics.median(samples[fuse])) for fuse in compiled}
-        fused_ms = None
         records = []
-        for fuse, (module, compile_s) in compiled.items():
-            got, xw_s = timed[fuse]
+        for key, (module, compile_s) in compiled.items():
+            fuse, target = key
+            got, xw_s = timed[key]
             record = {
                 "model": name, "threads": threads, "fuse": fuse, "layout": layout,
+                "target": target or str(module.target),
                 "winograd": winograd,
                 "xweave_ms": round(xw_s * 1e3, 3), "ort_ms": round(ort_s * 1e3, 3),
                 "ratio": round(ort_s / xw_s, 3), "compile_s": round(compile_s, 1),
                 "peak_bytes": module.peak_memory_bytes,
-                "max_rel_err": float(f"{max_rel_err(got, expected):.3g}"),
+                "max_rel_err": float(f"{max_rel_err(got, expected):.3g}"), **machine(),
             }
-            if fuse:
-                fused_ms = record["xweave_ms"]
             records.append(record)
-        unfused = next((r for r in records if not r["fuse"]), None)
         for record in records:
-            if record["fuse"] and unfused is not None and fused_ms:
-                record["fusion_speedup"] = round(unfused["xweave_ms"] / fused_ms, 3)
+            unfused = next((r for r in records if not r["fuse"] and r["target"] == record["target"]),
+                           None)
+            if record["fuse"] and unfused is not None:
+                record["fusion_speedup"] = round(unfused["xweave_ms"] / record["xweave_ms"], 3)
             emit(record)
-            log(f"{name:14s} threads={threads} fuse={'on ' if record['fuse'] else 'off'} "
+            log(f"{name:14s} [{record['target']}] threads={threads} fuse={'on ' if record['fuse'] else 'off'} "
                 f"xweave {record['xweave_ms']:9.2f} ms  ort {record['ort_ms']:9.2f} ms  "
                 f"ratio {record['ratio']:.2f}x  compile {record['compile_s']:.1f} s  "
                 f"peak {(record['peak_bytes'] or 0) / 2**20:.1f} MiB  err {record['max_rel_err']:.1e}")
@@ -159,6 +168,8 @@ def main() -> None:
                         help="conv data layout: nchwc (the default build) or nchw (xweave.build(layout=False))")
     parser.add_argument("--no-winograd", action="store_true",
                         help="build without the winograd stage (xweave.build(winograd=False))")
+    parser.add_argument("--targets", help="';'-separated targets to build each model for "
+                        "(default: XWEAVE_TARGET, else the host), timed in the same rounds")
     args = parser.parse_args()
     threads_list = [int(t) for t in args.threads.split(",")]
     set_threads(max(threads_list))
@@ -178,7 +189,7 @@ def main() -> None:
     log(f"machine: {machine()}")
     for name in names:
         bench_model(name, threads_list, fuse_modes, args.repeat, args.layout, not args.no_winograd,
-                    args.rounds)
+                    args.rounds, parse_targets(args.targets) if args.targets else None)
 
 
 if __name__ == "__main__":

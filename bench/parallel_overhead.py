@@ -32,6 +32,8 @@ import subprocess
 import sys
 import time
 
+import common  # noqa: F401  (before numpy: removes the OpenBLAS overrides)
+
 POLICIES = {
     "default": {},
     "libgomp": {"GOMP_SPINCOUNT": "300000"},

@@ -23,6 +23,7 @@ import json
 import sys
 import time
 
+import common  # noqa: F401  (before numpy: removes the OpenBLAS overrides)
 import numpy as np
 
 from xweave.accel.vta.config import DEFAULT

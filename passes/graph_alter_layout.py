@@ -1,7 +1,7 @@
 """graph-alter-layout: convolutions on channel-blocked NCHW<k>c data (the CPU layout).
 
-Each `graph.conv2d` whose output channels split into blocks of `block` (else of 8)
-becomes a `graph.conv2d_nchwc` when its input is blocked already or its result
+Each `graph.conv2d` whose output channels split into blocks of `block` (else of a
+tail block, else of 8) becomes a `graph.conv2d_nchwc` when its input is blocked already or its result
 reaches another such conv (alone between NCHW ops, two transforms cost more than the
 blocked conv saves): its input in NCHW<ci>c (ci: the producer's block, or
 `block`/8 when it divides the channels, or all of them, e.g. the first conv's 3), its
@@ -11,7 +11,10 @@ graph-fold-constants transforms it at compile time) and its bias reshaped to
 NCHW, and so does a last conv (feeding no other) whose output channels only split
 into blocks of 8 while its input comes in another block. A register block of output
 channels is then contiguous in memory, and so are the elementwise epilogues fused
-into the conv.
+into the conv. The tail blocks depend on the target's vector width (the machine model
+of the module's `xweave.target`): with 16-lane vectors, channels that 16 does not
+divide take blocks of 24, 40 or 56 (whole vectors and an 8-lane tail: 24 channels run
+as one zmm and one ymm vector per pixel, not three ymm vectors); with 8 lanes, none.
 
 The blocked layout flows on through elementwise and broadcast ops (per-channel
 operands such as [C, 1, 1] become [C/k, 1, 1, k], so numpy broadcasting still
@@ -40,6 +43,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph
+from xweave.target import machine_model, target_of
 from xweave.layout import transform_shape
 
 _ELEMENTWISE = (graph.UnaryOperation, graph.BinaryOperation)
@@ -55,12 +59,24 @@ def _nchwc(block: int) -> str:
     return f"NCHW{block}c"
 
 
+def tail_blocks(lanes: int) -> tuple[int, ...]:
+    """Channel blocks tried after the preferred one on `lanes`-wide vectors: whole
+    vectors and an 8-lane tail (24, 40, 56 at 16 lanes; none at 8)."""
+    return tuple(range(lanes + 8, 4 * lanes, 16)) if lanes > 8 else ()
+
+
 @dataclass
 class _Rewrite:
     """One function's walk: which NCHW values also exist blocked, and as what."""
 
     block: int
+    lanes: int = 8
     blocked: dict[SSAValue, SSAValue] = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        """Channel blocks in order of preference."""
+        return (self.block, *tail_blocks(self.lanes), 8)
 
     def blocked_of(self, value: SSAValue) -> SSAValue | None:
         """The blocked tensor `value` (NCHW) was converted from, if any."""
@@ -73,10 +89,10 @@ class _Rewrite:
         return None
 
     def out_block(self, channels: int) -> int | None:
-        return next((b for b in (self.block, 8) if channels % b == 0), None)
+        return next((b for b in self.blocks if channels % b == 0), None)
 
     def in_block(self, channels: int) -> int:
-        return next((b for b in (self.block, 8) if channels % b == 0), channels)
+        return next((b for b in self.blocks if channels % b == 0), channels)
 
     # --- building ---------------------------------------------------------------------
 
@@ -267,12 +283,14 @@ class GraphAlterLayoutPass(ModulePass):
     name = "graph-alter-layout"
 
     block: int = 16
-    """The preferred channel block (8 is the fallback)."""
+    """The preferred channel block (then the target's `tail_blocks`, then 8)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = target_of(op)
+        lanes = machine_model(target).lanes if target.is_cpu else 8
         for function in op.ops:
             if isinstance(function, func.FuncOp) and "xweave.kernel" not in function.attributes:
-                _Rewrite(self.block).run(function)
+                _Rewrite(self.block, lanes).run(function)
         PatternRewriteWalker(GreedyRewritePatternApplier([CancelLayoutTransforms()])).rewrite_module(op)
         # The conversions back to NCHW that no consumer needed.
         for transform in reversed(list(op.walk())):

@@ -1,7 +1,7 @@
-"""loop-vectorize{loop=NAME kernel=K fma=true}: turn a loop into explicit vector operations.
+"""loop-vectorize{loop=NAME kernel=K fma=true lanes=N}: turn a loop into explicit vector operations.
 
 The loop (constant extent W, step 1) disappears; its body is rewritten once, operating
-on W lanes at a time (or on W/8 groups of 8 lanes, see below). Its variable `%j`
+on W lanes at a time (or on groups of `lanes` lanes and a narrower tail, see below). Its variable `%j`
 becomes the lane index: inside vector accesses it is replaced by its first value.
 
 * a `loop.load` whose map has `%j` with coefficient 1 in its *last* result only
@@ -25,10 +25,13 @@ becomes the lane index: inside vector accesses it is replaced by its first value
 * loops (`loop.for`) and `scf.if` (with a lane-independent condition) nested in the
   body stay, with their bodies vectorized.
 
-Widths: W in 2, 4, 8, 16 makes `vector<W x T>` values; a larger W that is a multiple
-of 8 makes W/8 copies of the vectorized body, each on 8 lanes (`%j` = 0, 8, 16, ...),
-as unroll-by-W/8 then vectorize-by-8 would. (LLVM splits a `vector<16xf32>` into two
-ymm registers itself.)
+Widths: W in 2, 4, 8, 16 (at most `lanes`, or 16) makes one `vector<W x T>`; any
+other W of at least 4 lanes that is a multiple of 4 makes copies of the vectorized
+body: W // `lanes` groups of `lanes` lanes (`%j` = 0, 16, 32, ... for 16) and the
+remainder peeled in narrower power-of-two groups (40 at 16 lanes: 16, 16, 8; 1000:
+62 x 16 and 8), as unroll then vectorize would. `lanes` is the target's vector width
+(0, the default: the machine model of the module's `xweave.target`; 8 with AVX2, 16
+with AVX-512). (LLVM splits a `vector<16xf32>` into two ymm registers itself on AVX2.)
 
 Rejected, naming the op, with the IR left untouched: a load or store whose address
 uses `%j` otherwise (stride != 1, `%j` outside the last dimension, `%j floordiv 2`:
@@ -70,12 +73,30 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_utils import find_loops
+from xweave.target import machine_model, target_of
 
 SINGLE_WIDTHS = (2, 4, 8, 16)
 """Extents that become one vector of that many lanes."""
 
-GROUP_WIDTH = 8
-"""Larger extents (multiples of it) become groups of this many lanes."""
+TAIL_UNIT = 4
+"""Extents that are not a single width are vectorized if they are multiples of this
+(the narrowest tail group)."""
+
+
+def vector_groups(start: int, extent: int, lanes: int) -> list[tuple[int, int]] | None:
+    """(first value of %j, lanes) of each vector group of a loop of `extent` from
+    `start` at `lanes`-wide vectors, or None if it cannot be vectorized."""
+    if extent in SINGLE_WIDTHS and extent <= max(lanes, 16):
+        return [(start, extent)]
+    if extent % TAIL_UNIT:
+        return None
+    groups = [(start + g, lanes) for g in range(0, extent - extent % lanes, lanes)]
+    first, rest = start + extent - extent % lanes, extent % lanes
+    for width in sorted(SINGLE_WIDTHS, reverse=True):
+        while width < lanes and rest >= width:
+            groups.append((first, width))
+            first, rest = first + width, rest - width
+    return groups
 
 _REDUCTION_KINDS: dict[type[Operation], vector.CombiningKindFlag] = {
     arith.AddfOp: vector.CombiningKindFlag.ADD,
@@ -105,15 +126,20 @@ class LoopVectorizePass(ModulePass):
     loop: str
     kernel: str | None = None
     fma: bool = True
+    lanes: int = 0
+    """Lanes of a vector group (4, 8 or 16); 0: the module's target's vector width."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.lanes not in (0, 4, 8, 16):
+            raise PassFailedException(f"loop-vectorize: lanes={self.lanes} (expected 4, 8 or 16)")
+        lanes = self.lanes or machine_model(target_of(op)).lanes
         try:
             loops = find_loops(op, self.loop, self.kernel)
         except PassFailedException as e:
             raise PassFailedException(f"loop-vectorize: {e}") from None
         plans = []
         for for_op in loops:  # analyse (and build) everything before changing anything
-            plan = _Plan(for_op, self.fma)
+            plan = _Plan(for_op, self.fma, lanes)
             try:
                 plan.analyse()
             except _Reject as e:
@@ -139,10 +165,10 @@ class LoopVectorizePass(ModulePass):
             plan.loop.erase()
 
 
-def vectorize_conflict(for_op: loop.ForOp) -> str | None:
+def vectorize_conflict(for_op: loop.ForOp, lanes: int = 8) -> str | None:
     """Why `loop-vectorize` would reject `for_op`, or None (nothing is changed)."""
     try:
-        _Plan(for_op, True).analyse()
+        _Plan(for_op, True, lanes).analyse()
     except _Reject as e:
         return str(e)
     return None
@@ -238,6 +264,7 @@ def _lane_map(
 class _Plan:
     loop: loop.ForOp
     fma: bool
+    lanes: int
     varying: set[SSAValue] = field(default_factory=set)
     """Values that differ between lanes (become vectors)."""
     access: dict[Operation, str] = field(default_factory=dict)
@@ -261,21 +288,19 @@ class _Plan:
 
     def groups(self) -> list[tuple[int, int]]:
         """(first value of %j, lanes) of each vector group."""
-        extent = self.loop.extent
-        start = self.loop.lb.value.data
-        if extent in SINGLE_WIDTHS:
-            return [(start, extent)]
-        return [(start + g, GROUP_WIDTH) for g in range(0, extent, GROUP_WIDTH)]
+        groups = vector_groups(self.loop.lb.value.data, self.loop.extent, self.lanes)
+        assert groups is not None
+        return groups
 
     def analyse(self) -> None:
         op = self.loop
         if op.step.value.data != 1:
             raise _Reject(f"its step is {op.step.value.data} (only step 1 makes contiguous lanes)")
         extent = op.extent
-        if extent not in SINGLE_WIDTHS and (extent <= 16 or extent % GROUP_WIDTH):
+        if vector_groups(0, extent, self.lanes) is None:
             raise _Reject(
                 f"its extent {extent} is not a vector width "
-                f"({', '.join(map(str, SINGLE_WIDTHS))}, or a multiple of {GROUP_WIDTH})"
+                f"({', '.join(map(str, SINGLE_WIDTHS))}, or a multiple of {TAIL_UNIT})"
             )
         if op.kind.data not in (loop.ForKind.SERIAL, loop.ForKind.VECTORIZED):
             raise _Reject(f"it is already {op.kind.data.value}")

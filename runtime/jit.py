@@ -135,13 +135,19 @@ def missing_cpu_features(description: Mapping[str, object]) -> list[str]:
     return Target.parse(cpu).missing_on_host()
 
 
+NO_GATHERS = ("+prefer-no-gather", "+prefer-no-scatter")
+"""LLVM tuning flags keeping its own vectorizers from gathers and scatters: schedules
+never need them, and the strided copies LLVM made of them (transposes) ran up to 10x
+slower on Zen 4 than scalar or 8-lane code (bench/README, issue 18)."""
+
+
 def _create_target_machine(reloc: str, target: Target | None = None) -> llvm_binding.TargetMachine:
     """A new target machine for `target` (default: this host, with all its features)."""
     _initialize()
     cpu, features = (target or Target()).llvm_cpu_and_features()
     return llvm_binding.Target.from_default_triple().create_target_machine(
         cpu=cpu,
-        features=features,
+        features=",".join(f for f in (features, *NO_GATHERS) if f),
         opt=3,
         reloc=reloc,
         codemodel="default" if reloc == "pic" else "jitdefault",
@@ -225,7 +231,7 @@ def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None
         ir_module, param_names = _to_llvm_ir(module, tm)
         if abi is not None:
             _add_abi(ir_module, {**abi, "target": target_description(resolved)})
-        text = _with_loop_ids(str(ir_module))
+        text = _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
     try:
         mod = llvm_binding.parse_assembly(text)
         mod.triple = tm.triple
@@ -367,6 +373,43 @@ def _mark_no_unroll(ir_module: llvm_ir.Module, branch: llvm_ir.Instruction) -> N
     placeholder = ir_module.add_metadata(
         [llvm_ir.MetaDataString(ir_module, f"{_LOOP_ID}{n}"), disable])
     branch.set_metadata("llvm.loop", placeholder)
+
+
+AUTO_VECTOR_BITS = 256
+"""Widest vectors LLVM may use in a function whose code has no wider ones of its own
+(the loops schedules leave scalar: transposes, reductions along the contiguous axis).
+With 512-bit vectors legal there, LLVM turned BERT's head transposes into AVX-512
+gathers and scatters (slow on Zen 4: the transposes ran 10x slower, the softmax 3.5x;
+bench/README, issue 18)."""
+
+_VECTOR_TYPE = re.compile(r"<(\d+) x (float|double|half|bfloat|i64|i32|i16|i8)>")
+_ELEMENT_BITS = {"float": 32, "double": 64, "half": 16, "bfloat": 16,
+                 "i64": 64, "i32": 32, "i16": 16, "i8": 8}
+
+
+def _with_vector_width(text: str, target: Target) -> str:
+    """Each defined function with LLVM's `prefer-vector-width` (AUTO_VECTOR_BITS at
+    most) and `min-legal-vector-width`: the widest vector its own code uses, up to the
+    machine model's width (the schedules' 512-bit vectors stay zmm registers, on Intel
+    AVX-512 cores too, which otherwise prefer 256; functions without them get no zmm
+    code from LLVM)."""
+    from xweave.target import machine_model
+
+    if not target.is_cpu:
+        return text
+    bits = machine_model(target).vector_bits
+    prefer = min(bits, AUTO_VECTOR_BITS)
+
+    def attributes(m: re.Match) -> str:
+        end = m.string.find("\n}\n", m.end())
+        body = m.string[m.end():end if end >= 0 else len(m.string)]
+        widest = max((int(n) * _ELEMENT_BITS[t] for n, t in _VECTOR_TYPE.findall(body)),
+                     default=0)
+        legal = bits if widest > prefer else prefer
+        return (f'{m.group(1)} "prefer-vector-width"="{prefer}" '
+                f'"min-legal-vector-width"="{legal}"{m.group(2)}')
+
+    return re.sub(r"^(define .*\)[^{]*?)(\s*\{)$", attributes, text, flags=re.MULTILINE)
 
 
 def _with_loop_ids(text: str) -> str:

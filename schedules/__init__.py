@@ -94,18 +94,24 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
 @dataclass(frozen=True)
 class ScheduleKernelsPass(ModulePass):
     """Apply every kernel's default schedule (the untuned build), or with
-    `tuning-records=FILE` the best recorded schedule of each kernel that has one."""
+    `tuning-records=FILE` the best recorded schedule of each kernel that has one for
+    the module's target (`any-target=true`: of any target, if it has none for this
+    one). Kernels whose records are all for other targets keep their default schedule,
+    with a warning naming them."""
 
     name = "schedule-kernels"
 
     tuning_records: str | None = None
+    any_target: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         tuned = None
         if self.tuning_records:
             from xweave.autotune.dispatch import tuned_schedules
+            from xweave.target import target_of
 
-            tuned = tuned_schedules(self.tuning_records)
+            tuned = tuned_schedules(self.tuning_records, target_of(op), self.any_target)
+        skipped = {}
         for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
             name = kernel.sym_name.data
             try:
@@ -115,4 +121,18 @@ class ScheduleKernelsPass(ModulePass):
                 raise
             except Exception as e:
                 raise ScheduleStepError(name, "(choosing the schedule)", e) from e
+            if tuned is not None and name in tuned.skipped:
+                skipped[name] = tuned.skipped[name]
             apply_steps(op, steps, skip_illegal=True, kernel=name)
+        if skipped:
+            import warnings
+
+            from xweave.target import target_of
+
+            targets = sorted(set(skipped.values()))
+            warnings.warn(
+                f"{self.tuning_records}: {len(skipped)} kernel(s) keep their default schedule: "
+                f"their records are for {' / '.join(repr(t) for t in targets)}, not "
+                f"'{target_of(op).resolve()}' ({', '.join(sorted(skipped))}); "
+                "any_target_records=True (--any-target-records) applies them",
+                RuntimeWarning, stacklevel=2)

@@ -2,7 +2,7 @@
 
 * `BlockedReduction` — conv2d, dense, matmul, batch matmul: TVM's x86 strategy. The
   output is tiled into an MR x NR register block (NR along the output's contiguous
-  axis, in 8-lane vectors); the reduction runs inside the tile with the accumulator
+  axis, in vectors of the machine model's lanes: 8 with AVX2, 16 with AVX-512); the reduction runs inside the tile with the accumulator
   in a local buffer that LLVM keeps in registers; epilogue stages (bias, ...) are
   inlined and computed on the tile while it is in registers; operands read with a
   stride along the vector axis are packed into NR-wide panels; the outermost tile
@@ -15,7 +15,10 @@
   parallel and the contiguous axis vectorized where the accesses allow.
 
 A configuration is a dict of knob values; `knobs(info)` declares the candidates a tuner
-may choose from, `default_config(info)` is the untuned choice.
+may choose from, `default_config(info)` is the untuned choice. Where the target runs
+both 8- and 16-lane vectors (AVX-512), the `lanes` knob chooses the width; the default
+is the machine model's (`info.machine.lanes`). An axis that the width does not divide
+is vectorized in chunks of full vectors and a narrower tail (`vector_chunk`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,50 @@ from abc import ABC, abstractmethod
 
 from xweave.schedules.analysis import KernelInfo, Stage
 
-VECTOR = 8  # f32 lanes of a ymm register
+VECTOR_UNIT = 8
+"""Lanes of the narrowest vector a schedule builds from (a ymm register; a tail of a
+16-lane axis): an axis is vectorized if it is a multiple of it."""
+MAX_TAIL_VECTORS = 4
+"""Vectors of a chunk with a narrower tail at most (`vector_chunk`)."""
+
+
+def lanes_of(info: KernelInfo, config: dict | None = None) -> int:
+    """f32 lanes of the vectors a configuration uses: its `lanes` knob, else the
+    machine model's."""
+    return (config or {}).get("lanes") or info.machine.lanes
+
+
+def width_knob(info: KernelInfo) -> dict[str, list]:
+    """The `lanes` knob, where the target runs 8- and 16-lane vectors (AVX-512)."""
+    legal = [n for n in info.machine.legal_lanes if n >= VECTOR_UNIT]
+    return {"lanes": legal} if len(legal) > 1 else {}
+
+
+def default_width(info: KernelInfo) -> dict:
+    """The `lanes` knob's default value, if the template has the knob."""
+    return {"lanes": info.machine.lanes} if width_knob(info) else {}
+
+
+def vector_chunk(extent: int, lanes: int) -> int | None:
+    """The extent of the loop that one vectorized step of an axis of `extent` covers
+    at `lanes`-wide vectors: `lanes` if it divides the axis, else the multiple of
+    VECTOR_UNIT (or of `lanes`, if narrower) dividing it, of at most MAX_TAIL_VECTORS
+    vectors, with the most full-width vectors: loop-vectorize peels its remainder as
+    a narrower vector (24 at 16 lanes: 16 + 8; 1000: chunks of 40, 16 + 16 + 8).
+    None if no vector fits (an odd extent)."""
+    if extent % lanes == 0:
+        return lanes
+    unit = min(lanes, VECTOR_UNIT)
+    fits = [c for c in range(unit, MAX_TAIL_VECTORS * lanes + 1, unit) if extent % c == 0]
+    if not fits:
+        return None
+    return max(fits, key=lambda c: ((c // lanes) / -(-c // lanes), c))
+
+
+def vectors_in(cols: int, lanes: int) -> int:
+    """Vector registers holding `cols` lanes (a narrower tail counts as one)."""
+    return max(1, -(-cols // lanes))
+
 DEFAULT_BLOCK_REGISTERS = 15
 """Registers a default register block uses at most (accumulators + a vector of the
 packed operand per column vector + a broadcast), whatever the register file holds; the
@@ -121,19 +167,21 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def vectorize_tile(kernel: str, names: list[str], extents: list[int]) -> list[str]:
-    """Vectorize the last loop of a tile by 8-lane vectors and unroll the rest of it,
-    so every index into a local buffer is a constant (registers, not memory)."""
+def vectorize_tile(kernel: str, names: list[str], extents: list[int], lanes: int) -> list[str]:
+    """Vectorize the last loop of a tile by `lanes`-wide vectors (`vector_chunk`) and
+    unroll the rest of it, so every index into a local buffer is a constant
+    (registers, not memory)."""
     *outer, last = names
     *outer_extents, last_extent = extents
     steps = []
-    if last_extent % VECTOR == 0:
-        if last_extent > VECTOR:
-            steps.append(step("loop-split", kernel, loop=last, factor=VECTOR))
-            steps.append(step("loop-vectorize", kernel, loop=f"{last}.inner"))
+    chunk = vector_chunk(last_extent, lanes)
+    if chunk is not None:
+        if last_extent > chunk:
+            steps.append(step("loop-split", kernel, loop=last, factor=chunk))
+            steps.append(step("loop-vectorize", kernel, loop=f"{last}.inner", lanes=lanes))
             steps.append(step("loop-unroll", kernel, loop=f"{last}.outer"))
         else:
-            steps.append(step("loop-vectorize", kernel, loop=last))
+            steps.append(step("loop-vectorize", kernel, loop=last, lanes=lanes))
     elif last_extent <= 16:
         steps.append(step("loop-unroll", kernel, loop=last))
     for name, extent in zip(reversed(outer), reversed(outer_extents)):
@@ -189,20 +237,21 @@ class BlockedReduction(Template):
         if not anchor.is_output and _epilogue(info, anchor)[1] is None:
             return False
         _, v = self._axes(anchor)
-        return anchor.spatial[v][1] >= VECTOR
+        return anchor.spatial[v][1] >= min(VECTOR_UNIT, info.machine.lanes)
 
     def _axes(self, anchor: Stage) -> tuple[int, int]:
         """Positions (in the spatial axes) of the register-block rows and vector axis.
 
         The vector axis is one no read slides along (a window index such as `y + ry`
-        would need unaligned or strided vectors), a multiple of 8 where possible, the
+        would need unaligned or strided vectors), a multiple of 8 where possible (at
+        any vector width: the axes do not change with the `lanes` knob), the
         last such axis on ties: the output channels of a conv (the weights, packed,
         give contiguous vectors; the input is broadcast, whatever the stride), the
         columns of a matmul. The rows are the innermost other axis of extent > 1."""
         spatial = [n for n, _ in anchor.spatial]
         v = max(range(len(spatial)), key=lambda d: (
-            spatial[d] not in anchor.windowed, anchor.spatial[d][1] % VECTOR == 0,
-            anchor.spatial[d][1] >= VECTOR, d))
+            spatial[d] not in anchor.windowed, anchor.spatial[d][1] % VECTOR_UNIT == 0,
+            anchor.spatial[d][1] >= VECTOR_UNIT, d))
         others = [d for d in range(len(spatial)) if d != v and anchor.spatial[d][1] > 1]
         u = others[-1] if others else next(d for d in range(len(spatial)) if d != v)
         return u, v
@@ -228,7 +277,12 @@ class BlockedReduction(Template):
     def knobs(self, info: KernelInfo) -> dict[str, list]:
         anchor = info.anchor
         u, v = self._axes(anchor)
-        nv = [n for n in range(VECTOR, 8 * VECTOR + 1, VECTOR) if anchor.spatial[v][1] % n == 0] or [1]
+        # Columns: whole vectors of the widest legal width, or a narrower tail, up to
+        # 8 vectors (and the `lanes` knob's narrower widths then fit them too).
+        widest = max(width_knob(info).get("lanes", [info.machine.lanes]))
+        unit = min(VECTOR_UNIT, widest)
+        nv = [n for n in range(unit, 8 * widest + 1, unit)
+              if anchor.spatial[v][1] % n == 0] or [1]
         mu = list(range(1, min(16, anchor.spatial[u][1]) + 1))
         reduce = [n for n, _ in anchor.reduce]
         first = anchor.reduce[0][1] if anchor.reduce else 1
@@ -248,14 +302,15 @@ class BlockedReduction(Template):
                 "k_block": [0] + ([f for f in divisors(first) if 32 <= f < first]
                                   if self._k_blockable(info) else []),
                 "m_block": [0] + ([64, 128, 192, 256, 384, 512]
-                                  if self._k_blockable(info) else [])}
+                                  if self._k_blockable(info) else []),
+                **width_knob(info)}
 
     def valid(self, info: KernelInfo, config: dict) -> bool:
         """The register block fits the register file, an unrolled reduction loop
         stays under MAX_UNROLLED_FMAS, and a ragged last row tile can be computed:
         under an epilogue only whole (on packed rows, `_ragged_rows_ok`), and never
         inside a block of outer rows (it would be guarded around the block)."""
-        vectors = max(1, config["tile_cols"] // VECTOR)
+        vectors = vectors_in(config["tile_cols"], lanes_of(info, config))
         outer = config.get("tile_rows_outer", 1)
         block = outer * config["tile_rows"] * vectors
         if block + vectors + 1 > info.machine.vector_registers:
@@ -285,32 +340,40 @@ class BlockedReduction(Template):
     def default_config(self, info: KernelInfo) -> dict:
         """The register block (rows x cols outputs) that keeps the FMA units busiest:
         its accumulators, a vector of the packed operand per column vector and a
-        broadcast must fit DEFAULT_BLOCK_REGISTERS; it needs 8 independent accumulators
-        (2 FMA pipes x 4 cycles latency) and no more loads than FMAs per step (2
+        broadcast must fit DEFAULT_BLOCK_REGISTERS; it needs the machine's
+        `accumulators_to_hide_latency` independent accumulators (FMA pipes x latency:
+        8 on Zen 3, 4 for zmm FMAs on Zen 4) and no more loads than FMAs per step (2
         loads a cycle); rows that do not divide the axis waste the last tile's
-        overshoot. At most 16 columns (wider panels measured slower), except for a
-        single row (a matrix-vector product: its only independent accumulators are
-        column vectors); on ties 16, then the larger block (less memory traffic per
-        FMA)."""
+        overshoot, as lanes of a narrower tail vector do. At most 2 vectors of columns
+        (wider panels measured slower) and a narrower tail, except for a single row (a matrix-vector
+        product: its only independent accumulators are column vectors); on ties 2
+        vectors, then the larger block (less memory traffic per FMA)."""
         knobs = self.knobs(info)
         anchor = info.anchor
         extent = anchor.spatial[self._axes(anchor)[0]][1]
         w = self._outer_rows_axis(anchor)
         outer_extent = anchor.spatial[w][1] if w is not None else 1
+        lanes = info.machine.lanes
+        chains = info.machine.accumulators_to_hide_latency
 
         def used(n: int, size: int) -> float:
             return n / (-(-n // size) * size)
 
         def score(outer: int, rows: int, cols: int) -> tuple[float, int]:
-            vectors = max(1, cols // VECTOR)
+            vectors = vectors_in(cols, lanes)
             fmas, loads = outer * rows * vectors, outer * rows + vectors
-            busy = min(1.0, fmas / loads, fmas / 8)
-            return (round(busy * used(extent, rows) * used(outer_extent, outer), 2),
+            busy = min(1.0, fmas / loads, fmas / chains)
+            lanes_used = cols / (vectors * lanes)
+            return (round(busy * used(extent, rows) * used(outer_extent, outer) * lanes_used, 2),
                     outer * rows * cols)
 
         def registers(rows: int, cols: int) -> int:
-            vectors = max(1, cols // VECTOR)
+            vectors = vectors_in(cols, lanes)
             return rows * vectors + vectors + 1
+
+        def wide_enough(cols: int) -> bool:
+            """At most 2 full vectors of columns, and a narrower tail (40 at 16 lanes)."""
+            return cols <= 2 * lanes or (cols % lanes != 0 and cols < 3 * lanes)
 
         # With an epilogue, the anchor is computed at the output's tile through bound
         # inference: a ragged last tile computes whole (loop-compute-at{overcompute})
@@ -324,13 +387,13 @@ class BlockedReduction(Template):
         # Rows of the outer axis too (a y x x block of pixels) only where they do
         # better than rows alone (14x14 images: 2x2x16 instead of 7x8); a ragged outer
         # tile is never chosen.
-        fitting = [(score(o, r, c)[0], -abs(c - 2 * VECTOR), score(o, r, c)[1], -o,
+        fitting = [(score(o, r, c)[0], -abs(c - 2 * lanes), score(o, r, c)[1], -o,
                     extent % r == 0, c, r, o)
                    for o in outer_choices for r in rows_choices for c in knobs["tile_cols"]
-                   if registers(o * r, c) <= DEFAULT_BLOCK_REGISTERS and (c <= 2 * VECTOR or extent == 1)
+                   if registers(o * r, c) <= DEFAULT_BLOCK_REGISTERS and (wide_enough(c) or extent == 1)
                    and outer_extent % o == 0 and (o == 1 or extent % r == 0)
-                   and (c > VECTOR or o * r <= MAX_NARROW_ROWS
-                        or 2 * VECTOR not in knobs["tile_cols"])]
+                   and (c > lanes or o * r <= MAX_NARROW_ROWS
+                        or 2 * lanes not in knobs["tile_cols"])]
         dividing = [f for f in fitting if f[4]]
         if epilogue and dividing and max(dividing)[0] >= RAGGED_BELOW:
             fitting = dividing
@@ -342,7 +405,7 @@ class BlockedReduction(Template):
                 "reduce_order": self._default_reduce_order(info, rows * outer_rows),
                 "reduce_split": 1,
                 "unroll_reduce": False, "pack_rows": True,
-                "k_block": k_block, "m_block": m_block}
+                "k_block": k_block, "m_block": m_block, **default_width(info)}
 
     def _ragged_rows_ok(self, info: KernelInfo) -> bool:
         """Whether a ragged last row tile can compute whole: every kernel argument the
@@ -351,7 +414,7 @@ class BlockedReduction(Template):
         anchor = info.anchor
         u, v = self._axes(anchor)
         row = anchor.spatial[u][0]
-        columns = {arg for arg, _ in self._pack_plan(info, anchor, v, 2 * VECTOR, False)}
+        columns = {arg for arg, _ in self._pack_plan(info, anchor, v, 2 * info.machine.lanes, False)}
         packed = {arg for arg, _ in self._pack_plan(info, anchor, u, 2, False, unit_windows=True)
                   if arg not in columns}
         return all(arg in packed for arg, dims in anchor.reads
@@ -392,6 +455,7 @@ class BlockedReduction(Template):
         anchor = info.anchor
         u, v = self._axes(anchor)
         rows, cols = config["tile_rows"], config["tile_cols"]
+        lanes = lanes_of(info, config)
         inlined, output = _epilogue(info, anchor)
         steps = [step("loop-inline", k, stage=s.name) for s in inlined]
         # The stage whose loops carry the tiling: the output (epilogue) or the anchor.
@@ -455,10 +519,10 @@ class BlockedReduction(Template):
             write = tile_inner
         # The register block: the reduction's innermost tile loops.
         inner = tile_inner if output is None else [a_names[d] for d in block]
-        steps += vectorize_tile(k, inner, sizes)
+        steps += vectorize_tile(k, inner, sizes, lanes)
         init = [f"{anchor.name}_init.{a_names[d].split('.', 1)[1]}" for d in block]
-        steps += vectorize_tile(k, init, sizes)
-        steps += vectorize_tile(k, write, sizes)
+        steps += vectorize_tile(k, init, sizes, lanes)
+        steps += vectorize_tile(k, write, sizes, lanes)
         if ragged and output is None and reduce_loops:
             steps.append(step("loop-unguard", k, loop=reduce_loops[-1], grow=True))
         if config.get("unroll_reduce") and reduce_loops:
@@ -472,7 +536,8 @@ class BlockedReduction(Template):
         done = {anchor.name, *(s.name for s in inlined)} | ({output.name} if output else set())
         for stage in info.stages:
             if stage.name not in done:
-                steps += _outer_parallel_inner_vector(k, stage, {"vectorize": True, "parallel": config["parallel"]})
+                steps += _outer_parallel_inner_vector(
+                    k, stage, {"vectorize": True, "parallel": config["parallel"]}, lanes)
         steps.append(step("loop-simplify", k))
         # The epilogue's operand lines arrive while the reduction runs: in front of the
         # outermost reduction loop that is left (after simplify, which removes loops of
@@ -517,6 +582,7 @@ class BlockedReduction(Template):
         anchor = info.anchor
         u, v = self._axes(anchor)
         rows, cols = config["tile_rows"], config["tile_cols"]
+        lanes = lanes_of(info, config)
         k_block, per_block = blocks
         names = [n for n, _ in anchor.spatial]
         (reduce, _), = anchor.reduce
@@ -549,13 +615,14 @@ class BlockedReduction(Template):
             steps.append(step("loop-cache-write", k, stage=anchor.name, at=row_loops[-1],
                               order=layout))
             nests = ("init", "write")
-        steps += vectorize_tile(k, tile_inner, [rows, cols])
+        steps += vectorize_tile(k, tile_inner, [rows, cols], lanes)
         for nest in nests:
-            steps += vectorize_tile(k, [f"{anchor.name}_{nest}.{a}" for a in axes], [rows, cols])
+            steps += vectorize_tile(k, [f"{anchor.name}_{nest}.{a}" for a in axes], [rows, cols], lanes)
         # The init nest zeroes the whole output: vector stores along the contiguous axis.
-        if k_block and anchor.spatial[-1][1] % VECTOR == 0:
-            steps.append(step("loop-split", k, loop=init[-1], factor=VECTOR))
-            steps.append(step("loop-vectorize", k, loop=f"{init[-1]}.inner"))
+        chunk = vector_chunk(anchor.spatial[-1][1], lanes)
+        if k_block and chunk is not None:
+            steps.append(step("loop-split", k, loop=init[-1], factor=chunk))
+            steps.append(step("loop-vectorize", k, loop=f"{init[-1]}.inner", lanes=lanes))
         if config.get("unroll_reduce"):
             steps.append(step("loop-unroll", k, loop=k_inner))
         elif anchor.spatial[u][1] % rows:
@@ -575,7 +642,8 @@ class BlockedReduction(Template):
                 steps.append(step("loop-parallel", k, loop=init[0]))
         for stage in info.stages:
             if stage is not anchor:
-                steps += _outer_parallel_inner_vector(k, stage, {"vectorize": True, "parallel": config["parallel"]})
+                steps += _outer_parallel_inner_vector(
+                    k, stage, {"vectorize": True, "parallel": config["parallel"]}, lanes)
         steps.append(step("loop-simplify", k))
         return steps
 
@@ -652,16 +720,16 @@ class Injective(Template):
         return not any(s.is_reduction for s in info.stages)
 
     def knobs(self, info: KernelInfo) -> dict[str, list]:
-        return {"vectorize": [True, False], "parallel": [True, False]}
+        return {"vectorize": [True, False], "parallel": [True, False], **width_knob(info)}
 
     def default_config(self, info: KernelInfo) -> dict:
-        return {"vectorize": True, "parallel": worth_parallel(info)}
+        return {"vectorize": True, "parallel": worth_parallel(info), **default_width(info)}
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
         k = info.name
         steps = [step("loop-inline", k, stage=s.name) for s in info.stages if not s.is_output]
         for out in [s for s in info.stages if s.is_output]:
-            steps += _outer_parallel_inner_vector(k, out, config)
+            steps += _outer_parallel_inner_vector(k, out, config, lanes_of(info, config))
         steps.append(step("loop-simplify", k))
         return steps
 
@@ -675,56 +743,60 @@ class Generic(Template):
         return True
 
     def knobs(self, info: KernelInfo) -> dict[str, list]:
-        return {"vectorize": [True, False], "parallel": [True, False]}
+        return {"vectorize": [True, False], "parallel": [True, False], **width_knob(info)}
 
     def default_config(self, info: KernelInfo) -> dict:
-        return {"vectorize": True, "parallel": worth_parallel(info)}
+        return {"vectorize": True, "parallel": worth_parallel(info), **default_width(info)}
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
         k = info.name
         steps = []
         for stage in info.stages:
-            steps += _outer_parallel_inner_vector(k, stage, config)
+            steps += _outer_parallel_inner_vector(k, stage, config, lanes_of(info, config))
         steps.append(step("loop-simplify", k))
         return steps
 
 
-def _outer_parallel_inner_vector(k: str, stage: Stage, config: dict) -> list[str]:
+def _outer_parallel_inner_vector(k: str, stage: Stage, config: dict, lanes: int) -> list[str]:
+    """The stage's contiguous axis vectorized by `lanes`-wide vectors (`vector_chunk`),
+    its outer loop (or loops, `parallel_steps`) parallel, as `config` says."""
     steps = []
     spatial = [(n, e) for n, e in stage.spatial]
     if not spatial:
         return steps
     last, extent = spatial[-1]
+    chunk = vector_chunk(extent, lanes) or extent
     renamed = {}  # loop name -> its outer part, for the axes that get split
-    if config["vectorize"] and stage.is_reduction and _lanes_outside_reduction(stage):
+    if config["vectorize"] and stage.is_reduction and _lanes_outside_reduction(stage, lanes):
         # Pooling over NCHW[x]c data, a sum over a leading axis: the contiguous axis
         # moves below the reduction loops and becomes the vector; each lane is a
         # separate reduction, kept in a register across the window.
         nests = [last] + ([f"{stage.name}_init.{last.split('.', 1)[1]}"] if stage.has_init else [])
         vectors = nests
-        if extent not in (VECTOR, 2 * VECTOR):
-            steps += [step("loop-split", k, loop=n, factor=VECTOR) for n in nests]
+        if extent not in (chunk, 2 * lanes):
+            steps += [step("loop-split", k, loop=n, factor=chunk) for n in nests]
             vectors = [f"{n}.inner" for n in nests]
             renamed[last] = f"{last}.outer"
         steps.append(step("loop-reorder", k, order=[n for n, _ in stage.reduce] + vectors[:1]))
-        steps += [step("loop-vectorize", k, loop=n) for n in vectors]
-    elif config["vectorize"] and extent % VECTOR == 0 and not stage.is_reduction:
-        steps.append(step("loop-split", k, loop=last, factor=VECTOR))
-        steps.append(step("loop-vectorize", k, loop=f"{last}.inner"))
+        steps += [step("loop-vectorize", k, loop=n, lanes=lanes) for n in vectors]
+    elif config["vectorize"] and extent % chunk == 0 and chunk % min(lanes, VECTOR_UNIT) == 0 \
+            and not stage.is_reduction:
+        steps.append(step("loop-split", k, loop=last, factor=chunk))
+        steps.append(step("loop-vectorize", k, loop=f"{last}.inner", lanes=lanes))
         renamed[last] = f"{last}.outer"
     if config["parallel"]:
         # the nest as it is now: a split axis is its outer part, of fewer iterations
         steps += parallel_steps(k, [renamed.get(n, n) for n, _ in spatial],
-                                [-(-e // VECTOR) if n in renamed else e for n, e in spatial])
+                                [-(-e // chunk) if n in renamed else e for n, e in spatial])
     return steps
 
 
-def _lanes_outside_reduction(stage: Stage) -> bool:
-    """Whether a reduction's last output axis can be its vector: a multiple of the
-    vector width that no read slides along (so each lane reads its own contiguous
-    element, as the channel block of NCHW[x]c pooling does)."""
+def _lanes_outside_reduction(stage: Stage, lanes: int) -> bool:
+    """Whether a reduction's last output axis can be its vector: an extent that
+    vectorizes (`vector_chunk`) and that no read slides along (so each lane reads its
+    own contiguous element, as the channel block of NCHW[x]c pooling does)."""
     last, extent = stage.spatial[-1]
-    return extent % VECTOR == 0 and last not in stage.windowed and all(
+    return vector_chunk(extent, lanes) is not None and last not in stage.windowed and all(
         dims and dims[-1] == {last} and not any(last in d for d in dims[:-1])
         for _, dims in stage.reads if any(last in d for d in dims))
 

@@ -16,11 +16,14 @@ from xdsl.ir import Block
 
 from xweave.schedules.analysis import KernelInfo, Stage
 from xweave.schedules.templates import (
-    VECTOR,
     Template,
     _outer_parallel_inner_vector,
+    default_width,
+    lanes_of,
     parallel_steps,
     step,
+    vector_chunk,
+    width_knob,
     worth_parallel,
 )
 
@@ -48,10 +51,10 @@ class WinogradTransform(Template):
         return any(s.name in (INPUT, OUTPUT) for s in info.stages)
 
     def knobs(self, info: KernelInfo) -> dict[str, list]:
-        return {"parallel": [True, False]}
+        return {"parallel": [True, False], **width_knob(info)}
 
     def default_config(self, info: KernelInfo) -> dict:
-        return {"parallel": worth_parallel(info)}
+        return {"parallel": worth_parallel(info), **default_width(info)}
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
         names = [s.name for s in info.stages]
@@ -64,53 +67,57 @@ class WinogradTransform(Template):
     @staticmethod
     def _input(info: KernelInfo, config: dict) -> list[str]:
         k, steps = info.name, []
+        lanes = lanes_of(info, config)
         for stage in info.stages:  # the zero padding: its own nest, no guards left below
             if stage.name != INPUT:
-                steps += _outer_parallel_inner_vector(k, stage, {"vectorize": True, **config})
+                steps += _outer_parallel_inner_vector(k, stage, {"vectorize": True, **config}, lanes)
         main = info.stage(INPUT)
         (b, be), (p, pe), (cb, cbe), (c, ce) = main.spatial
         # the points as (u, v): unrolling v first and simplifying leaves u less to copy
         a = round(be**0.5)
         steps.append(step("loop-split", k, loop=b, factor=a))
         outer, inner = [p, cb], [f"{b}.outer", f"{b}.inner"]
-        if ce % VECTOR == 0:
-            steps += [step("loop-split", k, loop=c, factor=VECTOR)]
+        chunk = vector_chunk(ce, lanes)
+        if chunk is not None:
+            steps += [step("loop-split", k, loop=c, factor=chunk)]
             outer.append(f"{c}.outer")
             inner.append(f"{c}.inner")
         else:
             outer.append(c)
         steps.append(step("loop-reorder", k, order=outer + inner))
-        if ce % VECTOR == 0:
-            steps.append(step("loop-vectorize", k, loop=f"{c}.inner"))
+        if chunk is not None:
+            steps.append(step("loop-vectorize", k, loop=f"{c}.inner", lanes=lanes))
         steps += [step("loop-unroll", k, loop=f"{b}.inner"), step("loop-simplify", k),
                   step("loop-unroll", k, loop=f"{b}.outer")]
         if config["parallel"]:
-            steps += parallel_steps(k, outer, [pe, cbe, max(ce // VECTOR, 1)])
+            steps += parallel_steps(k, outer, [pe, cbe, ce // chunk if chunk else ce])
         return steps
 
     @staticmethod
     def _output(info: KernelInfo, config: dict) -> list[str]:
         k = info.name
+        lanes = lanes_of(info, config)
         tile = _output_tile(info.stage(OUTPUT))
         out = next(s for s in info.stages if s.is_output)
         steps = [step("loop-inline", k, stage=s.name) for s in info.stages if not s.is_output]
-        (n, ne), (kb, kbe), (y, ye), (x, xe), *lanes = out.spatial
+        (n, ne), (kb, kbe), (y, ye), (x, xe), *channels = out.spatial
         for axis in (y, x):
             steps.append(step("loop-split", k, loop=axis, factor=tile, guard="innermost"))
         outer = [n, kb, f"{y}.outer", f"{x}.outer"]
         inner = [f"{y}.inner", f"{x}.inner"]
         vector = None
-        if lanes and lanes[0][1] % VECTOR == 0:
-            c = lanes[0][0]
-            steps.append(step("loop-split", k, loop=c, factor=VECTOR))
+        chunk = vector_chunk(channels[0][1], lanes) if channels else None
+        if chunk is not None:
+            c = channels[0][0]
+            steps.append(step("loop-split", k, loop=c, factor=chunk))
             outer.append(f"{c}.outer")
             vector = f"{c}.inner"
             inner.append(vector)
-        elif lanes:
-            outer.append(lanes[0][0])
+        elif channels:
+            outer.append(channels[0][0])
         steps.append(step("loop-reorder", k, order=outer + inner))
         if vector:
-            steps.append(step("loop-vectorize", k, loop=vector))
+            steps.append(step("loop-vectorize", k, loop=vector, lanes=lanes))
         steps += [step("loop-unroll", k, loop=f"{x}.inner"), step("loop-simplify", k),
                   step("loop-unroll", k, loop=f"{y}.inner")]
         if config["parallel"]:

@@ -89,7 +89,7 @@ def test_extract_tasks_dedupes_equal_kernels_and_orders_by_cost(model):
 
 
 def test_the_space_excludes_register_blocks_that_cannot_fit_the_registers(tmp_path):
-    from xweave.schedules.templates import VECTOR
+    from xweave.schedules.templates import lanes_of, vectors_in
     from xweave.target import machine_model
 
     path = conv_model(tmp_path / "wide.onnx", channels=16, size=14, convs=1)
@@ -99,7 +99,7 @@ def test_the_space_excludes_register_blocks_that_cannot_fit_the_registers(tmp_pa
     valid = invalid = 0
     for point in itertools.islice(itertools.product(*(range(d) for d in space.dims)), 0, None, 7):
         c = conv.config(point)
-        vectors = max(1, c["tile_cols"] // VECTOR)
+        vectors = vectors_in(c["tile_cols"], lanes_of(conv.info, c))
         block = c["tile_rows_outer"] * c["tile_rows"] * vectors
         fits = block + vectors + 1 <= machine_model().vector_registers
         if not fits:

@@ -43,7 +43,7 @@ def test_record_fields_and_best_per_workload(tmp_path):
     assert len(recs) == 4
     r = recs[0]
     assert r["workload"] == a.workload_key and r["task"] == a.spec()
-    assert r["target"] == target_info() and set(r["target"]) == {"cpu", "features_hash"}
+    assert r["target"] == target_info() and set(r["target"]) == {"cpu", "features_hash", "target"}
     assert r["schedule"] == a.schedule((1, 2, 3, 4)) and r["point"] == [1, 2, 3, 4]
     assert r["config"] == {"x0": 1, "x1": 2, "x2": 3, "x3": 4}
     assert r["result"]["costs"] == [1e-3] and r["result"]["gflops"] == 10.0

@@ -20,7 +20,7 @@ from xweave import te
 from xweave.kernel import build_kernel, lower_kernel_to_loop
 from xweave.operators import nn
 from xweave.schedules import analyse, apply_steps, template_for
-from xweave.schedules.templates import DEFAULT_BLOCK_REGISTERS, VECTOR
+from xweave.schedules.templates import DEFAULT_BLOCK_REGISTERS, lanes_of, vectors_in
 
 RNG = np.random.default_rng(12)
 
@@ -214,7 +214,7 @@ def test_default_blocks_do_not_depend_on_the_register_file(registers, size):
         registers(count)
         info, template = kernel_info(inputs, out)
         config = template.default_config(info)
-        vectors = config["tile_cols"] // VECTOR
+        vectors = vectors_in(config["tile_cols"], lanes_of(info, config))
         block = config["tile_rows_outer"] * config["tile_rows"] * vectors
         assert block + vectors + 1 <= DEFAULT_BLOCK_REGISTERS
         assert template.valid(info, config)

@@ -99,6 +99,6 @@ func.func private @f(f32) -> f32
 // DEP: loop-vectorize: cannot vectorize loop 'dep.j': lanes may depend on each other through %x: the body writes it ('loop.store') and accesses it at different addresses
 // RMW: loop-vectorize: cannot vectorize loop 'rmw.j': 'loop.store' writes %s at an address that does not depend on the loop variable, from a value read there: a read-modify-write that would run once instead of 8 times
 // CALL: loop-vectorize: cannot vectorize loop 'call.j': 'func.call' has memory effects (calls are not vectorized)
-// WIDTH: loop-vectorize: cannot vectorize loop 'six.j': its extent 6 is not a vector width (2, 4, 8, 16, or a multiple of 8)
+// WIDTH: loop-vectorize: cannot vectorize loop 'six.j': its extent 6 is not a vector width (2, 4, 8, 16, or a multiple of 4)
 // STEP: loop-vectorize: cannot vectorize loop 'step.j': its step is 2 (only step 1 makes contiguous lanes)
 // KIND: loop-vectorize: cannot vectorize loop 'par.j': it is already parallel
