@@ -1,0 +1,89 @@
+"""Bad IR text: clear errors, quickly, from `xweave-opt` and the Python API."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from xweave.context import parse_module
+
+OPT = os.path.join(os.path.dirname(sys.executable), "xweave-opt")
+
+
+def opt(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([OPT, *args], input=stdin, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("length", [30, 2000, 200_000])
+def test_unterminated_string_literal_fails_fast(length):
+    # A dump cut inside a resource blob: the lexer must not backtrack exponentially.
+    text = '"test.op"() {a = "' + "0A" * (length // 2)
+    start = time.perf_counter()
+    with pytest.raises(ParseError, match="closing string literal"):
+        parse_module(text)
+    assert time.perf_counter() - start < 5  # a generous bound for a hang
+
+
+def test_escapes_still_lex():
+    module = parse_module('"test.op"() {a = "x\\"y\\n\\\\z\\41"} : () -> ()')
+    assert module.ops.first.attributes["a"].data == 'x"y\n\\zA'
+
+
+def test_cut_dump_through_the_cli(tmp_path):
+    path = tmp_path / "cut.mlir"
+    path.write_text('"test.op"() {a = "' + "ab" * 40)
+    r = opt(str(path))
+    assert r.returncode == 1
+    err = r.stderr.decode()
+    assert "Traceback" not in err and f"{path}:1:18" in err
+    assert "End of file reached before closing string literal" in err
+
+
+def test_non_utf8_names_the_file_and_position(tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_bytes(b'"test.op"() {a = "\xf9"} : () -> ()\n')
+    r = opt(str(path))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err
+    assert f"{path}:1:19" in err and "invalid UTF-8 (byte 0xf9)" in err
+    with pytest.raises(ParseError, match=r"invalid UTF-8 \(byte 0xf9\)"):
+        parse_module(path.read_bytes(), str(path))
+
+
+def test_unprintable_float_attribute_is_a_located_error(tmp_path):
+    path = tmp_path / "f80.mlir"
+    path.write_text('"test.op"() {a = 1.0 : f80} : () -> ()\n')
+    r = opt(str(path))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err
+    assert err.strip() == (f"{path}:1:1: error: 'test.op' op: float attributes of type f80 "
+                           "are not supported")
+    with pytest.raises(VerifyException, match="f80 are not supported"):
+        parse_module(path.read_text(), str(path))
+
+
+@pytest.mark.parametrize("pipeline, expected", [
+    (",,,", "error: -p ',,,': column 1: Expected pass name here"),
+    ("loop-split{loop=", "error: -p 'loop-split{loop=': column 17: Unknown argument value"),
+])
+def test_malformed_pipeline_is_one_line(pipeline, expected):
+    r = opt("-p", pipeline, stdin=b"")
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(expected)
+
+
+def test_loop_bound_beyond_i64_is_a_parse_error():
+    r = opt(stdin=b"loop.for %i = 9223372036854775808 to 3 {\n}\n")
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err
+    assert "stdin:1:15" in err and "does not fit in a 64-bit integer" in err
+
+
+def test_directory_as_input():
+    r = opt(os.path.dirname(OPT))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err and "Is a directory" in err
