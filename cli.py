@@ -160,6 +160,10 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"xweave {args.command}: error: {e}", 2)
     except DiagnosticException as e:
         _fail(f"xweave {args.command}: error: {e}", 2)
+    except KeyboardInterrupt:
+        kept = (f"; the records measured so far are in {args.output} (the same command "
+                "resumes)" if args.command == "tune" and not args.plot else "")
+        _fail(f"xweave {args.command}: interrupted{kept}", 130)
 
 
 if __name__ == "__main__":

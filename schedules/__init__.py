@@ -82,5 +82,8 @@ class ScheduleKernelsPass(ModulePass):
             tuned = tuned_schedules(self.tuning_records)
         for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
             steps = tuned.steps_for(kernel) if tuned is not None else None
-            apply_steps(op, default_schedule(kernel) if steps is None else steps,
-                        skip_illegal=True)
+            if steps is None:
+                apply_steps(op, default_schedule(kernel), skip_illegal=True)
+            else:
+                assert tuned is not None
+                tuned.report_refused(kernel, steps, apply_steps(op, steps, skip_illegal=True))
