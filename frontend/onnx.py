@@ -43,6 +43,7 @@ from xweave.frontend.onnx_checks import (
     check_ranks,
     check_window,
     default_opset,
+    initializer_arrays,
     node_label,
 )
 
@@ -802,8 +803,10 @@ class _Importer:
             xv, wv = self.data(node, x), self.data(node, w)
         kernel = self.shape_of_value(wv)[2:]
         strides, pads, dilations = _window_attrs(attrs, self.shape_of_value(xv)[2:], kernel)
+        w_shape = self.shape_of_value(wv)
         check_window(self.source, self.label, self.shape_of_value(xv), kernel, strides, pads,
-                     dilations)
+                     dilations, outer=self.shape_of_value(xv)[0] * w_shape[0],
+                     per_tap=w_shape[1])
         bias = self.value(node.input[2]) if len(node.input) > 2 and node.input[2] else None
         y = self.emit(graph.Conv2dOp(
             xv, wv, bias, strides=strides, pads=pads, dilations=dilations,
@@ -867,7 +870,7 @@ class _Importer:
         dilate = node.op_type == "MaxPool"
         strides, pads, dilations = _window_attrs(attrs, self.shape_of_value(x)[2:], kernel, dilate)
         check_window(self.source, self.label, self.shape_of_value(x), kernel, strides, pads,
-                     dilations)
+                     dilations, outer=prod(self.shape_of_value(x)[:2]))
         y = self.emit(make(x, kernel, strides, pads, dilations, bool(attrs.get("ceil_mode", 0))))
         return self._from_2d(y) if one_d else y
 
@@ -1370,7 +1373,7 @@ def load_onnx(
         input_types.append(TensorType(graph.element_type_of(np.dtype(dtype)), d))
     _check_shape_inputs(g.node, folded, known, used, source)
 
-    constants: dict[str, np.ndarray] = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    constants: dict[str, np.ndarray] = initializer_arrays(inferred, source)
     block = Block(arg_types=input_types)
     importer = _Importer(onnx_shapes, constants, block, opset, source)
     importer.values.update({v.name: arg for v, arg in zip(inputs, block.args)})

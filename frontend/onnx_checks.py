@@ -36,6 +36,11 @@ from xweave.errors import ModelError
 MAX_ELEMENTS = 2**31 - 1
 """The most elements one tensor may have (8 GiB of float32)."""
 
+MAX_WINDOW_WORK = 2**38
+"""The most multiply-adds (conv) or window steps (pooling) one windowed node may take:
+far above any real layer's 10^9-10^10, far below a kernel of 2^31 taps that would run
+for hours."""
+
 MIN_IR_VERSION = 3
 """The first IR version with opset imports (onnxruntime's minimum)."""
 
@@ -117,6 +122,9 @@ def _check_value_types(graph: onnx.GraphProto, source: str) -> None:
                 if t.elem_type == onnx.TensorProto.UNDEFINED:
                     raise _fail(source, f"graph {kind} '{v.name}' has no element type "
                                         "(UNDEFINED)")
+                if t.elem_type not in onnx.TensorProto.DataType.values():
+                    raise _fail(source, f"graph {kind} '{v.name}' has an unknown element "
+                                        f"type {t.elem_type}")
                 if kind == "input" and t.HasField("shape"):
                     dims = [d.dim_value for d in t.shape.dim if d.HasField("dim_value")]
                     if any(d < 0 for d in dims):
@@ -136,10 +144,28 @@ def _check_initializers(model: onnx.ModelProto, source: str) -> None:
         check_size(source, f"initializer '{t.name}'", t.dims)
         if t.data_type == onnx.TensorProto.UNDEFINED:
             raise _fail(source, f"initializer '{t.name}' has no element type (UNDEFINED)")
+        if t.data_type not in onnx.TensorProto.DataType.values():
+            raise _fail(source, f"initializer '{t.name}' has an unknown element type "
+                                f"{t.data_type}")
         try:
             checker.check_tensor(t, context)
         except checker.ValidationError as e:
             raise _fail(source, f"initializer '{t.name}': {_one_line(e)}") from None
+
+
+def initializer_arrays(model: onnx.ModelProto, source: str) -> dict:
+    """The initializers as numpy arrays; data that does not match the declared shape
+    (more of it than the shape holds, say) is a `ModelError` naming the initializer."""
+    from onnx import numpy_helper
+
+    arrays = {}
+    for t in model.graph.initializer:
+        try:
+            arrays[t.name] = numpy_helper.to_array(t)
+        except (ValueError, TypeError) as e:
+            raise _fail(source, f"initializer '{t.name}': its data does not match its shape "
+                                f"{list(t.dims)} ({_one_line(e)})") from None
+    return arrays
 
 
 def _check_order(graph: onnx.GraphProto, source: str) -> None:
@@ -282,10 +308,12 @@ def check_ranks(source: str, label: str, data: Sequence[int], weight: Sequence[i
 
 
 def check_window(source: str, label: str, data: Sequence[int], kernel: Sequence[int],
-                 strides: Sequence[int], pads: Sequence[int],
-                 dilations: Sequence[int]) -> None:
+                 strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
+                 outer: int = 1, per_tap: int = 1) -> None:
     """A (dilated) kernel that fits the padded input of a conv/pool node (pads: begins,
-    then ends)."""
+    then ends), and at most `MAX_WINDOW_WORK` window taps in all: `outer` (batch x
+    output channels) x output positions x kernel taps x `per_tap` (input channels per
+    group)."""
     n = len(kernel)
     if len(strides) != n or len(dilations) != n or len(pads) != 2 * n:
         raise _fail(source, f"{label}: strides {list(strides)}, dilations {list(dilations)} "
@@ -298,3 +326,10 @@ def check_window(source: str, label: str, data: Sequence[int], kernel: Sequence[
             raise _fail(source, f"{label}: the kernel {list(kernel)} (dilations "
                                 f"{list(dilations)}) is larger than the input {sizes} padded "
                                 f"by pads {list(pads)} (spatial axis {axis}: {span} > {room})")
+    positions = prod((sizes[a] + pads[a] + pads[a + n] - dilations[a] * (kernel[a] - 1) - 1)
+                     // strides[a] + 1 for a in range(n))
+    work = outer * positions * prod(kernel) * per_tap
+    if work > MAX_WINDOW_WORK:
+        raise _fail(source, f"{label}: too large: the kernel {list(kernel)} over the input "
+                            f"{sizes} (pads {list(pads)}, strides {list(strides)}) takes {work} "
+                            f"window steps (at most {MAX_WINDOW_WORK})")

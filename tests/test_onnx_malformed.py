@@ -141,14 +141,30 @@ MALFORMED = {
     "2^31 x 2^31 input": (relu((2**31, 2**31)), r"graph input 'x' of shape \[2147483648, "
                                                 r"2147483648\] is too large"),
     "negative input dim": (relu((-4,)), r"graph input 'x' has a negative dimension -4"),
-    "pads of 1e6": (conv(pads=[10**6] * 4), r"node 'c1' \(Conv\): output 'y' of shape "
-                                            r"\[1, 4, 2000006, 2000006\] is too large"),
+    "pads of 1e6": (conv(pads=[10**6] * 4), r"node 'c1' \(Conv\): too large: the kernel "
+                                            r"\[3, 3\] over the input \[8, 8\] \(pads "
+                                            r"\[1000000, 1000000, 1000000, 1000000\]"),
+    "Pad of 1e6": (
+        model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad")],
+              [vi("x", T.FLOAT, [1, 3, 4, 4])], [vi("y", T.FLOAT, None)],
+              [numpy_helper.from_array(np.array([0, 0, 10**6, 10**6] * 2, np.int64), "p")]),
+        r"node 'pad' \(Pad\): output 'y' of shape \[1, 3, 2000004, 2000004\] is too large"),
     "ConstantOfShape 2^31 x 2^31": (
         model([helper.make_node("ConstantOfShape", ["s"], ["y"], name="cos")], [],
               [vi("y", T.FLOAT, None)],
               [numpy_helper.from_array(np.array([2**31, 2**31], np.int64), "s")]),
         r"node 'cos' \(ConstantOfShape\): output 'y' of shape \[2147483648, 2147483648\] is "
         r"too large"),
+    "unknown element type": (relu(elem=99), r"graph input 'x' has an unknown element type 99"),
+    "initializer with more data than its shape": (
+        with_(conv(), lambda m: m.graph.initializer[0].dims.__setitem__(0, 2)),
+        r"initializer 'w': its data does not match its shape \[2, 3, 3, 3\]"),
+    "pool window of 2^63-1 taps": (
+        model([helper.make_node("AveragePool", ["x"], ["y"], name="ap", auto_pad="SAME_UPPER",
+                                kernel_shape=[3, 2**63 - 1])],
+              [vi("x", T.FLOAT, [1, 3, 8, 8])], [vi("y", T.FLOAT, None)]),
+        r"node 'ap' \(AveragePool\): too large: the kernel \[3, 9223372036854775807\] over the "
+        r"input \[8, 8\]"),
     "huge initializer dims": (
         model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
               [vi("x", T.FLOAT, [4])], [vi("y", T.FLOAT, None)],
