@@ -14,7 +14,7 @@ process, through `xweave.cli.opt_main`, as the command runs it) and by
 (or two) mutations of each kind the importer must refuse cleanly; each is imported
 with `xweave.load_onnx`, and the ones that import are compiled and run. `--cli N` also
 runs N of the cases (half of each) through the installed `xweave-opt` / `xweave
-compile` executables, whose stderr must not contain "Traceback".
+compile` / `xweave run` executables, whose stderr must not contain "Traceback".
 
 The generators are deterministic for a seed; tests/test_fuzz.py runs a few hundred
 cases of each.
@@ -443,7 +443,7 @@ def cli_outcome(name: str, args: list[str], limit: float) -> Outcome:
 
 def fuzz_cli(sources: list[Path], count: int, seed: int, workdir: Path) -> list[Outcome]:
     """`count` cases through the installed executables: half IR through xweave-opt,
-    half ONNX through `xweave compile`."""
+    half ONNX through `xweave compile` and `xweave run` (alternately)."""
     bindir = Path(sys.executable).parent
     outcomes = []
     for i, (name, _, text) in enumerate(ir_cases(sources, count // 2, seed + 1)):
@@ -454,9 +454,10 @@ def fuzz_cli(sources: list[Path], count: int, seed: int, workdir: Path) -> list[
     for i, (name, model) in enumerate(onnx_cases(count - count // 2, seed + 1)):
         path = workdir / f"cli{i}.onnx"
         path.write_bytes(model.SerializeToString())
-        outcomes.append(cli_outcome(f"xweave compile {name}",
-                                    [str(bindir / "xweave"), "compile", str(path), "-o",
-                                     str(workdir / f"cli{i}.xwm")], 6 * TIME_LIMIT))
+        command = ["compile", str(path), "-o", str(workdir / f"cli{i}.xwm")] if i % 2 else \
+            ["run", str(path)]
+        outcomes.append(cli_outcome(f"xweave {command[0]} {name}",
+                                    [str(bindir / "xweave"), *command], 6 * TIME_LIMIT))
     return outcomes
 
 
