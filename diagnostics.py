@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import struct
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -45,6 +46,18 @@ class XweaveParser(Parser):
         super().__init__(ctx, "", name)
         self._parser_state = ParserState(LinearTimeLexer(Input(_decode(input, name), name)))
 
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except (ValueError, OverflowError, IndexError, struct.error, VerifyException) as e:
+            # A literal xDSL's attribute constructors refuse (an integer beyond its type,
+            # a dense array element that does not pack), located just before where the
+            # parser stopped.
+            at = max(0, self._current_token.span.start - 1)
+            raise ParseError(Span(at, at + 1, self.lexer.input),
+                             f"invalid value: {' '.join(str(e).split()) or type(e).__name__}"
+                             ) from None
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.get_location()
         op = super().parse_operation()
@@ -77,6 +90,24 @@ def format_location(op: Operation) -> str:
     return "<unknown location>"
 
 
+def _op_problem(op: Operation) -> str | None:
+    """What xDSL's verifiers let through but its printer or LLVM translation cannot
+    take, or None."""
+    from xdsl.dialects import llvm
+
+    if isinstance(op, llvm.GEPOp):
+        dynamic = sum(1 for i in op.rawConstantIndices.iter_values()
+                      if i == llvm.GEP_USE_SSA_VAL)
+        if dynamic != len(op.ssa_indices):
+            return (f"{dynamic} dynamic index marker(s) in rawConstantIndices but "
+                    f"{len(op.ssa_indices)} index operand(s) (a constant index must fit i32 "
+                    f"and not be {llvm.GEP_USE_SSA_VAL})")
+    for attr in (*op.properties.values(), *op.attributes.values()):
+        if (why := _unprintable(attr)) is not None:
+            return why
+    return None
+
+
 def _unprintable(attr: Attribute) -> str | None:
     """Why xDSL cannot print `attr` (a float of a type it has no format for), or None."""
     if isinstance(attr, FloatAttr):
@@ -97,7 +128,7 @@ def _unprintable(attr: Attribute) -> str | None:
 
 def verify_with_location(module: ModuleOp) -> None:
     """Verify `module`; on failure, raise an error naming the failing op and where it is.
-    Attributes xDSL could not print back are refused here too."""
+    What xDSL could not print back is refused here too."""
     try:
         module.verify()
     except VerifyException as error:
@@ -109,9 +140,8 @@ def verify_with_location(module: ModuleOp) -> None:
                     f"{format_location(op)}: error: '{op.name}' op: {inner}") from None
         raise error
     for op in module.walk():
-        for attr in (*op.properties.values(), *op.attributes.values()):
-            if (why := _unprintable(attr)) is not None:
-                raise VerifyException(f"{format_location(op)}: error: '{op.name}' op: {why}")
+        if (why := _op_problem(op)) is not None:
+            raise VerifyException(f"{format_location(op)}: error: '{op.name}' op: {why}")
 
 
 def parse_ir(ctx: Context, text: str | bytes, name: str = "<string>",

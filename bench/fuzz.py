@@ -57,6 +57,10 @@ class Hang(Exception):
     """A case ran past the time limit."""
 
 
+class CleanExit(Exception):
+    """A command exited non-zero with a clear message (no traceback)."""
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     """Raise `Hang` in this (main) thread after `seconds`."""
@@ -88,7 +92,7 @@ def clear_errors() -> tuple[type[BaseException], ...]:
 
     from xweave.errors import XweaveError
 
-    return (XweaveError, ParseError, DiagnosticException)
+    return (XweaveError, ParseError, DiagnosticException, CleanExit)
 
 
 def run_case(name: str, fn: Callable[[], object], limit: float = TIME_LIMIT) -> Outcome:
@@ -191,6 +195,8 @@ def check_opt(path: Path) -> None:
     code, err = opt_in_process(path)
     if code != 0 and (not err.strip() or "Traceback" in err):
         raise AssertionError(f"exit {code} with stderr {err[:300]!r}")
+    if code != 0:
+        raise CleanExit(err.strip().splitlines()[0])
 
 
 def fuzz_ir(sources: list[Path], count: int, seed: int, workdir: Path,

@@ -1,6 +1,7 @@
 """Bad IR text: clear errors, quickly, from `xweave-opt` and the Python API."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -87,3 +88,24 @@ def test_directory_as_input():
     r = opt(os.path.dirname(OPT))
     err = r.stderr.decode()
     assert r.returncode == 1 and "Traceback" not in err and "Is a directory" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    # Literals xDSL's attribute constructors refuse with ValueError or struct.error.
+    ('"test.op"() {a = 18446744073709551616 : i64} : () -> ()', "invalid value: Integer value 18446744073709551616 is out of range"),
+    ('"test.op"() {a = array<i32: 0, -9223372036854775809>} : () -> ()',
+     "is out of range for type i32"),
+    # A GEP constant index equal to the dynamic-index marker: the printer would fail.
+    ("%p = \"test.op\"() : () -> !llvm.ptr\n"
+     "%q = llvm.getelementptr %p[-2147483648] : (!llvm.ptr) -> !llvm.ptr, f32",
+     "1 dynamic index marker(s) in rawConstantIndices but 0 index operand(s)"),
+])
+def test_values_xdsl_refuses_are_located_errors(tmp_path, text, message):
+    path = tmp_path / "v.mlir"
+    path.write_text(text + "\n")
+    with pytest.raises((ParseError, VerifyException), match=re.escape(message)):
+        parse_module(text, str(path))
+    r = opt(str(path))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err and message in err
+    assert err.startswith(f"{path}:")
