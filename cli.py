@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from xweave.errors import XweaveError
@@ -28,14 +29,12 @@ class XweaveOptMain(xDSLOptMain):
 
     def register_all_frontends(self):
         super().register_all_frontends()
-        from xweave.diagnostics import LocatingParser, verify_with_location
+        from xweave.diagnostics import parse_ir
 
         def parse_mlir(io):
-            module = LocatingParser(self.ctx, io.read(), self.get_input_name()).parse_module(
-                not self.args.no_implicit_module)
-            if not self.args.disable_verify:
-                verify_with_location(module)
-            return module
+            return parse_ir(self.ctx, io.read(), self.get_input_name(),
+                            allow_implicit_module=not self.args.no_implicit_module,
+                            verify=not self.args.disable_verify)
 
         self.available_frontends["mlir"] = parse_mlir
 
@@ -111,6 +110,15 @@ def _fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+def _pipeline_error(error: ArgSpecParseError) -> str:
+    """xDSL's multi-line pipeline syntax error as one line: the column and the problem."""
+    lines = str(error).splitlines()
+    where = re.fullmatch(r"pass-pipeline:\d+:(\d+)", lines[1]) if len(lines) > 4 else None
+    if where is None:
+        return "error: -p: " + " ".join(line.strip() for line in lines)
+    return f"error: -p '{lines[2]}': column {where.group(1)}: {lines[-1].strip()}"
+
+
 def opt_main(args: list[str] | None = None) -> None:
     """Entry point of `xweave-opt`: parse, run a pass pipeline, print."""
     try:
@@ -119,13 +127,19 @@ def opt_main(args: list[str] | None = None) -> None:
     except (ParseError, DiagnosticException) as e:
         # Both already say where (file:line:col) and what.
         _fail(str(e))
+    except ArgSpecParseError as e:  # a BaseException upstream
+        _fail(_pipeline_error(e))
     except XweaveError as e:
         _fail(f"error: {e}", e.exit_code)
     except (ValueError, KeyError, NotImplementedError) as e:
         # Bad pass names/options from xDSL's pipeline parser arrive as ValueError.
-        _fail(f"error: {e}")
+        _fail(f"error: {e or type(e).__name__}")
     except FileNotFoundError as e:
         _fail(f"error: {e.filename}: no such file")
+    except OSError as e:
+        _fail(f"error: {e.filename or ''}: {e.strerror or e}")
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -146,6 +160,10 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"xweave {args.command}: error: {e}", 2)
     except DiagnosticException as e:
         _fail(f"xweave {args.command}: error: {e}", 2)
+    except KeyboardInterrupt:
+        kept = (f"; the records measured so far are in {args.output} (the same command "
+                "resumes)" if args.command == "tune" and not args.plot else "")
+        _fail(f"xweave {args.command}: interrupted{kept}", 130)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import numpy as np
@@ -72,18 +73,47 @@ def _read_inputs(module, path: str | None, fill_mode: str) -> dict[str, np.ndarr
             "ones": lambda s: np.ones(s.shape, s.dtype),
         }[fill_mode]
         return {s.name: fill(s) for s in module.inputs}
+    if Path(path).is_dir():
+        raise InputError(f"--inputs {path}: is a directory, expected an .npz file")
     try:
-        with np.load(path) as npz:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise InputError(f"--inputs {path}: holds one unnamed array (.npy); expected an "
+                             ".npz with one array per input name, e.g. "
+                             "numpy.savez(FILE, " + ", ".join(f"{s.name}=..."
+                                                              for s in module.inputs) + ")")
+        with loaded as npz:
             return {k: npz[k] for k in npz.files}
-    except (ValueError, OSError) as e:
-        if isinstance(e, FileNotFoundError):
-            raise
-        raise InputError(f"{path}: cannot read inputs as .npz ({e})") from None
+    except (FileNotFoundError, InputError):
+        raise
+    except Exception as e:  # EOFError, zipfile.BadZipFile, zlib.error, ValueError, ...
+        raise InputError(f"--inputs {path}: cannot read inputs as .npz "
+                         f"({str(e) or type(e).__name__})") from None
+
+
+def _output_path(path: str) -> Path:
+    """Where `-o PATH` writes (numpy adds .npz to other names): refused before any work
+    when it cannot be written."""
+    if Path(path).is_dir() or path.endswith(("/", os.sep)):
+        raise XweaveError(f"-o {path}: is a directory, expected the name of an .npz file")
+    out = Path(path if path.endswith(".npz") else path + ".npz")
+    if out.is_dir():
+        raise XweaveError(f"-o {path}: {out} is a directory")
+    if not out.parent.is_dir():
+        raise XweaveError(f"-o {path}: no such directory {out.parent}")
+    return out
+
+
+def _check_run_counts(args: argparse.Namespace) -> None:
+    for option, value, low in (("--repeat", args.repeat, 1), ("--number", args.number, 1),
+                               ("--print-top", args.print_top, 0)):
+        if value < low:
+            raise XweaveError(f"{option} must be at least {low}, got {value}")
 
 
 def _run(args: argparse.Namespace) -> None:
-    if args.profile and args.repeat < 1:
-        raise XweaveError(f"--repeat must be at least 1 with --profile, got {args.repeat}")
+    _check_run_counts(args)
+    output = _output_path(args.output) if args.output else None
     module = _load_for_run(args.module, parse_input_shapes(args.input_shapes), args.profile,
                            _build_options(args))
     if args.profile and hasattr(module, "accelerator"):
@@ -94,9 +124,12 @@ def _run(args: argparse.Namespace) -> None:
                           "(compile it with `xweave compile --profile`)")
     inputs = _read_inputs(module, args.inputs, args.fill_mode)
     outputs = module.run(**inputs)
-    if args.output:
-        np.savez(args.output, **{s.name: o for s, o in zip(module.outputs, outputs)})
-        print(f"wrote {args.output}")
+    if output is not None:
+        # Written beside, then renamed: an existing file is never left half-written.
+        partial = output.with_name(output.name + ".partial.npz")
+        np.savez(partial, **{s.name: o for s, o in zip(module.outputs, outputs)})
+        partial.replace(output)
+        print(f"wrote {output}")
     for spec, out in zip(module.outputs, outputs):
         flat = out.reshape(-1)
         head = np.array2string(flat[:8], precision=5, separator=", ")

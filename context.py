@@ -20,13 +20,11 @@ def make_context() -> Context:
     return ctx
 
 
-def parse_module(text: str, name: str = "<string>"):
-    """Parse textual IR into a verified `builtin.module`."""
-    from xdsl.parser import Parser
+def parse_module(text: str | bytes, name: str = "<string>"):
+    """Parse textual IR into a verified `builtin.module` (errors say file:line:col)."""
+    from xweave.diagnostics import parse_ir
 
-    module = Parser(make_context(), text, name).parse_module()
-    module.verify()
-    return module
+    return parse_ir(make_context(), text, name)
 
 
 def print_module(module) -> str:

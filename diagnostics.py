@@ -1,15 +1,62 @@
-"""Source locations for IR read from text, so errors can say file:line:col."""
+"""Reading IR text safely, and source locations so errors can say file:line:col."""
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+import re
+import struct
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import VerifyException
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 
-class LocatingParser(Parser):
-    """A parser that records where each operation starts (as MLIR does by default)."""
+class LinearTimeLexer(MLIRLexer):
+    """xDSL's MLIR lexer with a string-literal rule that cannot backtrack.
+
+    Upstream's rule nests `[^"...]+` inside `(...)*`: on a literal without its closing
+    quote (a file cut inside a resource blob) the regex engine tries every way of
+    splitting the characters between the two quantifiers, exponential in the length.
+    Possessive quantifiers match the same language (the alternatives start with
+    different characters) and give up at once."""
+
+    _unescaped_characters_regex = re.compile(
+        r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
+    )
+
+
+class XweaveParser(Parser):
+    """The parser for every IR text xweave reads: linear-time lexing, a clear error for
+    bytes that are not UTF-8, and where each operation starts recorded (as MLIR does by
+    default) so verifier errors can say file:line:col."""
+
+    def __init__(self, ctx: Context, input: str | bytes, name: str = "<unknown>"):
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(LinearTimeLexer(Input(_decode(input, name), name)))
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except (ValueError, OverflowError, IndexError, struct.error, VerifyException) as e:
+            # A literal xDSL's attribute constructors refuse (an integer beyond its type,
+            # a dense array element that does not pack), located just before where the
+            # parser stopped.
+            at = max(0, self._current_token.span.start - 1)
+            raise ParseError(Span(at, at + 1, self.lexer.input),
+                             f"invalid value: {' '.join(str(e).split()) or type(e).__name__}"
+                             ) from None
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.get_location()
@@ -20,6 +67,22 @@ class LocatingParser(Parser):
         return op
 
 
+def _decode(text: str | bytes, name: str) -> str:
+    """`text` as a string; bytes that are not UTF-8 are a `ParseError` pointing at the
+    first bad byte."""
+    if isinstance(text, str):
+        return text
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError as e:
+        shown = text.decode("utf-8", errors="replace")
+        start = len(text[: e.start].decode("utf-8"))
+        raise ParseError(
+            Span(start, start + 1, Input(shown, name)),
+            f"invalid UTF-8 (byte 0x{text[e.start]:02x}): IR text must be UTF-8",
+        ) from None
+
+
 def format_location(op: Operation) -> str:
     loc = op.location
     if isinstance(loc, FileLineColLoc):
@@ -27,8 +90,45 @@ def format_location(op: Operation) -> str:
     return "<unknown location>"
 
 
+def _op_problem(op: Operation) -> str | None:
+    """What xDSL's verifiers let through but its printer or LLVM translation cannot
+    take, or None."""
+    from xdsl.dialects import llvm
+
+    if isinstance(op, llvm.GEPOp):
+        dynamic = sum(1 for i in op.rawConstantIndices.iter_values()
+                      if i == llvm.GEP_USE_SSA_VAL)
+        if dynamic != len(op.ssa_indices):
+            return (f"{dynamic} dynamic index marker(s) in rawConstantIndices but "
+                    f"{len(op.ssa_indices)} index operand(s) (a constant index must fit i32 "
+                    f"and not be {llvm.GEP_USE_SSA_VAL})")
+    for attr in (*op.properties.values(), *op.attributes.values()):
+        if (why := _unprintable(attr)) is not None:
+            return why
+    return None
+
+
+def _unprintable(attr: Attribute) -> str | None:
+    """Why xDSL cannot print `attr` (a float of a type it has no format for), or None."""
+    if isinstance(attr, FloatAttr):
+        try:
+            attr.type.format  # noqa: B018  (raises for f80, f128)
+        except NotImplementedError:
+            return f"float attributes of type {attr.type} are not supported"
+    elif isinstance(attr, ArrayAttr):
+        for a in attr.data:
+            if (why := _unprintable(a)) is not None:
+                return why
+    elif isinstance(attr, DictionaryAttr):
+        for a in attr.data.values():
+            if (why := _unprintable(a)) is not None:
+                return why
+    return None
+
+
 def verify_with_location(module: ModuleOp) -> None:
-    """Verify `module`; on failure, raise an error naming the failing op and where it is."""
+    """Verify `module`; on failure, raise an error naming the failing op and where it is.
+    What xDSL could not print back is refused here too."""
     try:
         module.verify()
     except VerifyException as error:
@@ -39,3 +139,15 @@ def verify_with_location(module: ModuleOp) -> None:
                 raise VerifyException(
                     f"{format_location(op)}: error: '{op.name}' op: {inner}") from None
         raise error
+    for op in module.walk():
+        if (why := _op_problem(op)) is not None:
+            raise VerifyException(f"{format_location(op)}: error: '{op.name}' op: {why}")
+
+
+def parse_ir(ctx: Context, text: str | bytes, name: str = "<string>",
+             allow_implicit_module: bool = True, verify: bool = True) -> ModuleOp:
+    """Parse IR text into a `builtin.module`, verified (errors say file:line:col)."""
+    module = XweaveParser(ctx, text, name).parse_module(allow_implicit_module)
+    if verify:
+        verify_with_location(module)
+    return module

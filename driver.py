@@ -22,7 +22,7 @@ def _as_graph_module(module_or_path, input_shapes=None) -> ModuleOp:
         if path.suffix == ".mlir":
             from xweave.context import parse_module
 
-            return parse_module(path.read_text(), str(path))
+            return parse_module(path.read_bytes(), str(path))
     from xweave.frontend.onnx import load_onnx
 
     return load_onnx(module_or_path, input_shapes=input_shapes)

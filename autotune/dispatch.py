@@ -27,6 +27,7 @@ import warnings
 from pathlib import Path
 
 from xdsl.dialects import func
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from xweave.errors import XweaveError
 
@@ -148,13 +149,26 @@ class TunedSchedules:
         name = kernel.sym_name.data
         try:
             steps = retarget(split_pipeline(record["schedule"]), name)
-        except Exception as e:  # a pass or option this version does not know
+        except (Exception, ArgSpecParseError) as e:  # a pass or option this version lacks
+            e = " ".join(str(e).split())
             warnings.warn(f"{self.source}:{record.get('_line', '?')}: cannot use the schedule "
                           f"of {key} ({e}); {name} keeps its default schedule",
                           RuntimeWarning, stacklevel=2)
             return None
         self.applied[name] = key
         return steps
+
+    def report_refused(self, kernel: func.FuncOp, steps: list[str], applied: list[str]) -> None:
+        """Warn (one line naming the workload) when steps of a kernel's tuned schedule
+        were refused: records hold only steps that applied when they were measured."""
+        refused = [s for s in steps if s not in applied]
+        if not refused:
+            return
+        record = self.best[self.applied[kernel.sym_name.data]]
+        warnings.warn(f"{self.source}:{record.get('_line', '?')}: {len(refused)} of "
+                      f"{len(steps)} step(s) of the tuned schedule of {record['workload']} do "
+                      f"not apply to {kernel.sym_name.data} (first: {refused[0]}); the record "
+                      "does not fit this kernel", RuntimeWarning, stacklevel=2)
 
 
 _CACHE: dict[tuple, TunedSchedules] = {}

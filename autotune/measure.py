@@ -120,6 +120,10 @@ def _short_error(e: BaseException) -> str:
 
 def _worker_main(conn) -> None:
     """Loop in a worker: receive (fn, args), send ("ok", result) or ("error", ...)."""
+    # Ctrl-C reaches the whole process group: the parent alone handles it (and stops
+    # its workers), so a worker never prints a KeyboardInterrupt of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked at the start
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -127,21 +131,24 @@ def _worker_main(conn) -> None:
         except (EOFError, OSError):
             return  # the parent went away
         except BaseException as e:  # a job that cannot be unpickled
-            conn.send(("error", _short_error(e), traceback.format_exc()))
-            continue
-        if message is None:
-            return
-        fn, args = message
-        try:
-            result = fn(*args)
-        except BaseException as e:
             reply = ("error", _short_error(e), traceback.format_exc())
         else:
-            reply = ("ok", result)
+            if message is None:
+                return
+            fn, args = message
+            try:
+                reply = ("ok", fn(*args))
+            except BaseException as e:
+                reply = ("error", _short_error(e), traceback.format_exc())
         try:
-            conn.send(reply)
-        except Exception as e:  # e.g. an unpicklable result
-            conn.send(("error", _short_error(e), traceback.format_exc()))
+            try:
+                conn.send(reply)
+            except (OSError, EOFError):
+                raise
+            except Exception as e:  # e.g. an unpicklable result
+                conn.send(("error", _short_error(e), traceback.format_exc()))
+        except (OSError, EOFError):
+            return  # the parent went away (interrupted, or stopped this worker)
 
 
 STARTUP_TIMEOUT = 120.0
@@ -167,7 +174,13 @@ class _Worker:
         self.stop()
         parent, child = self._ctx.Pipe(duplex=True)
         self.process = self._ctx.Process(target=_worker_main, args=(child,), daemon=True)
-        self.process.start()
+        # Blocked until the worker ignores it: a Ctrl-C while it starts up is the
+        # parent's alone.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         child.close()
         self.conn = parent
         self.prepared = None

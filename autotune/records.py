@@ -23,7 +23,9 @@ task's module's `xweave.target`). Records of one target are not applied to anoth
 tuning run (even `kill -9`) loses no completed record; if the file ends in a partial
 line (the process died mid-write), the next writer starts a new line first so the
 damage stays confined to that one line. `load_records` skips unparsable or incomplete
-lines with a `RecordWarning` naming the line number.
+lines, lines with a non-finite number (NaN, Infinity) and records whose workload key is
+not the one their task describes (a garbled line), each with one `RecordWarning`
+naming the line number; `RecordWriter` refuses to write a non-finite number.
 """
 
 from __future__ import annotations
@@ -165,7 +167,12 @@ class RecordWriter:
                 self._sync()
 
     def write(self, record: dict) -> None:
-        line = json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+        try:
+            line = json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+        except ValueError:
+            raise ValueError(f"{self.path}: refusing to write a record of "
+                             f"{record.get('workload', '?')!r} with a non-finite number "
+                             f"(NaN or infinity)") from None
         self._file.write(line.encode())
         self._sync()
 
@@ -194,7 +201,45 @@ def _valid(record: Any) -> bool:
         and isinstance(record.get("result"), dict)
         and isinstance(record["result"].get("error_no"), int)
         and isinstance(record["result"].get("gflops"), (int, float))
+        and isinstance(record.get("schedule", ""), str)
+        and isinstance(record.get("target", {}), dict)
     )
+
+
+def _describes_its_workload(record: dict) -> bool:
+    """Whether the record's task (when it has one) is the workload it is filed under:
+    a line garbled into another valid JSON object would make a workload of its own."""
+    from xweave.autotune.task import make_task
+
+    spec = record.get("task")
+    if spec is None:
+        return True
+    if not (isinstance(spec, dict) and isinstance(spec.get("template"), str)
+            and isinstance(spec.get("args", {}), dict)):
+        return False
+    try:
+        task = make_task(spec["template"], **spec.get("args", {}))
+    except KeyError:  # a template not available here: nothing to compare with
+        return True
+    except (TypeError, ValueError):
+        return False
+    return task.workload_key == record["workload"]
+
+
+def _refuse_non_finite(token: str) -> float:
+    raise ValueError(f"a non-finite number ({token})")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or abs(value) == float("inf"):
+        raise ValueError(f"a non-finite number ({text})")
+    return value
+
+
+def _parse_line(text: str) -> Any:
+    """A JSON value without NaN or infinities (Python's json reads them)."""
+    return json.loads(text, parse_constant=_refuse_non_finite, parse_float=_finite_float)
 
 
 MODEL_CHECK = "model_check"
@@ -217,16 +262,25 @@ def load_records(path: str | os.PathLike) -> list[dict]:
             if not text:
                 continue
             try:
-                record = json.loads(text)
+                record = _parse_line(text)
             except json.JSONDecodeError as e:
                 warnings.warn(f"{path}:{number}: skipping a corrupt or truncated record "
                               f"({e.msg})", RecordWarning, stacklevel=2)
+                continue
+            except ValueError as e:
+                warnings.warn(f"{path}:{number}: skipping a record with {e}", RecordWarning,
+                              stacklevel=2)
                 continue
             if isinstance(record, dict) and record.get("kind") == MODEL_CHECK:
                 continue
             if not _valid(record):
                 warnings.warn(f"{path}:{number}: skipping a line that is not a tuning record",
                               RecordWarning, stacklevel=2)
+                continue
+            if not _describes_its_workload(record):
+                warnings.warn(f"{path}:{number}: skipping a garbled record: its task does not "
+                              f"describe its workload {record['workload']!r}", RecordWarning,
+                              stacklevel=2)
                 continue
             record["_line"] = number
             records.append(record)
@@ -243,8 +297,8 @@ def load_model_checks(path: str | os.PathLike) -> dict[str, dict]:
     with open(path, "rb") as f:
         for raw in f:
             try:
-                record = json.loads(raw.decode("utf-8", errors="replace"))
-            except json.JSONDecodeError:
+                record = _parse_line(raw.decode("utf-8", errors="replace"))
+            except ValueError:  # (JSONDecodeError is one)
                 continue
             if (isinstance(record, dict) and record.get("kind") == MODEL_CHECK
                     and isinstance(record.get("workload"), str)

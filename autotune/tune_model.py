@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -44,11 +45,15 @@ class TuneError(XweaveError):
 
 @contextlib.contextmanager
 def plain_warnings() -> Iterator[None]:
-    """Show warnings as one `warning: ...` line on stderr (no source line)."""
+    """Show warnings as one `warning: ...` line on stderr (no source line), each text
+    once (a records file is read once per task: a bad line is still one warning)."""
     original = warnings.showwarning
+    shown: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"warning: {message}", file=file or sys.stderr)
+        if str(message) not in shown:
+            shown.add(str(message))
+            print(f"warning: {message}", file=file or sys.stderr)
 
     warnings.showwarning = show
     try:
@@ -217,6 +222,7 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
     from xweave.autotune.records import (
         MODEL_CHECK,
         RecordWriter,
+        load_model_checks,
         load_records,
         target_info,
         xweave_version,
@@ -233,13 +239,27 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
             for r in records:
                 w.write({k: v for k, v in r.items() if not k.startswith("_")})
         best = tuned_schedules(measured, target).best
-        if not best:
+        checked = load_model_checks(records_path)
+        todo = {key for key, record in best.items()
+                if not _up_to_date(checked.get(key), record, threads, target)}
+        if not todo:  # a resumed run with nothing new: nothing to append
+            if best:
+                log(f"model check: the {len(best)} tuned kernel(s) were already timed inside "
+                    "the model")
             return {}
         log(f"model check: timing {len(best)} tuned kernel(s) inside the model")
         options = {"input_shapes": input_shapes, "threads": threads, "profile": True,
                    "target": target}
         default = xweave.build(model, **options)
-        tuned = xweave.build(model, tuning_records=measured, **options)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            tuned = xweave.build(model, tuning_records=measured, **options)
+        lines = {str(i): str(r["_line"]) for i, r in enumerate(records, start=1)}
+        for w in caught:  # about the records: name the user's file and line
+            text = re.sub(rf"^{re.escape(str(measured))}:(\d+):",
+                          lambda m: f"{records_path}:{lines.get(m.group(1), '?')}:",
+                          str(w.message))
+            warnings.warn(text, w.category, stacklevel=2)
         applied = dict(tuned_schedules(measured, target).applied)  # kernel name -> workload
     rng = np.random.default_rng(0)
     feeds = {s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in default.inputs}
@@ -257,6 +277,8 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
     faster = 0
     with RecordWriter(records_path) as w:
         for key, (tuned_ms, default_ms) in times.items():
+            if key not in todo:
+                continue
             w.write({"kind": MODEL_CHECK, "workload": key, "schedule": best[key]["schedule"],
                      "tuned_ms": round(tuned_ms, 6), "default_ms": round(default_ms, 6),
                      "threads": threads, "target": target_info(target), "timestamp": time.time(),
@@ -268,6 +290,14 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
         f"the model (compile keeps the default schedule of the others); their time "
         f"{total_default:.2f} -> {total_kept:.2f} ms per run")
     return {k: (t, d) for k, (t, d) in times.items()}
+
+
+def _up_to_date(check: dict | None, record: dict, threads: int | None, target) -> bool:
+    """Whether a model check already timed this record's schedule here, for `target`."""
+    from xweave.autotune.records import target_info
+
+    return (check is not None and check["schedule"] == record["schedule"]
+            and check.get("threads") == threads and check.get("target") == target_info(target))
 
 
 def _default_gflops(task, records_path, target: dict | None = None) -> float:

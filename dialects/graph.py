@@ -348,6 +348,9 @@ INLINE_LIMIT = 16
 """Constants with at most this many elements are printed inline as `dense<...>`."""
 
 
+_HEX_BLOB = re.compile(r"0x(?:[0-9A-Fa-f]{2})*")
+
+
 def _encode_blob(array: np.ndarray) -> str:
     # MLIR's blob encoding: "0x", the alignment as little-endian u32, then the bytes.
     alignment = max(array.dtype.itemsize, 1).to_bytes(4, "little")
@@ -521,6 +524,8 @@ class ConstantOp(GraphOperation, HasFolderInterface):
             blob = resource_store().lookup(key)
             if not blob:
                 raise self._fail(f"no data for dense_resource<{key}>")
+            if not _HEX_BLOB.fullmatch(blob):
+                raise self._fail(f"dense_resource<{key}> is not a hex blob (0x and hex digits)")
             typ = self.result.type
             assert isinstance(typ, TensorType)
             nbytes = prod(typ.get_shape()) * numpy_dtype(typ.element_type).itemsize

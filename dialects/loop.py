@@ -289,6 +289,12 @@ class ForOp(IRDLOperation):
             raise VerifyException(f"step must be positive, got {step}")
         if lb > ub:
             raise VerifyException(f"lower bound {lb} exceeds upper bound {ub}")
+        # Generated code counts in i64: the trip length and the step past the last
+        # iteration must not overflow.
+        if ub - lb > INT64_MAX or ub - 1 + step > INT64_MAX:
+            raise VerifyException(
+                f"bounds {lb} to {ub} step {step} overflow a 64-bit induction variable"
+            )
         args = self.body.block.args
         if len(args) != 1 or not isinstance(args[0].type, IndexType):
             types = ", ".join(str(a.type) for a in args)
@@ -319,12 +325,12 @@ class ForOp(IRDLOperation):
         name = parser.parse_optional_str_literal()
         indvar = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
-        lb = parser.parse_integer(allow_boolean=False, context_msg=" as lower bound")
+        lb = _parse_i64(parser, "lower bound")
         parser.parse_keyword("to")
-        ub = parser.parse_integer(allow_boolean=False, context_msg=" as upper bound")
+        ub = _parse_i64(parser, "upper bound")
         step = 1
         if parser.parse_optional_keyword("step") is not None:
-            step = parser.parse_integer(allow_boolean=False, context_msg=" as step")
+            step = _parse_i64(parser, "step")
         kind = parser.parse_optional_str_enum(ForKind) or ForKind.SERIAL
         body = parser.parse_region((indvar.resolve(IndexType()),))
         op = cls(lb, ub, step, kind, body, name)
@@ -334,6 +340,28 @@ class ForOp(IRDLOperation):
 
 def _i64(value: int | IntegerAttr) -> IntegerAttr:
     return value if isinstance(value, IntegerAttr) else IntegerAttr(value, i64)
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _parse_i64(parser: Parser, what: str) -> int:
+    """An integer literal that must fit in i64 (an i64 property would wrap it around)."""
+    pos = parser.pos
+    value = parser.parse_integer(allow_boolean=False, context_msg=f" as {what}")
+    if not INT64_MIN <= value <= INT64_MAX:
+        parser.raise_error(f"{what} {value} does not fit in a 64-bit integer", pos, parser.pos)
+    return value
+
+
+def _check_buffer_size(memref_type: MemRefType) -> None:
+    """A static buffer must be addressable with 64-bit byte offsets."""
+    try:
+        size = buffer_bytes(memref_type)
+    except ValueError:  # an element type without a memory size: nothing to overflow
+        return
+    if size > INT64_MAX:
+        raise VerifyException(f"buffer {memref_type} is too large: {size} bytes")
 
 
 # ----------------------------------------------------------------------------------
@@ -365,6 +393,7 @@ class AllocOp(IRDLOperation):
         memref_type = cast(MemRefType, self.memref.type)
         if any(dim < 0 for dim in memref_type.get_shape()):
             raise VerifyException(f"buffer {memref_type} must have a static shape")
+        _check_buffer_size(memref_type)
         if self.alignment is not None:
             align = self.alignment.value.data
             if align <= 0 or align & (align - 1):
@@ -494,6 +523,25 @@ def _verify_access(
             f"{what} type {access_type} must be the element type "
             f"{element_type} or a 1-D vector of it"
         )
+    length = access_type.get_shape()[0] if isinstance(access_type, VectorType) else 1
+    _verify_constant_indices(affine_map, memref_type, length, what)
+
+
+def _verify_constant_indices(
+    affine_map: AffineMap, memref_type: MemRefType, length: int = 1, what: str = "access"
+) -> None:
+    """Constant indices must lie inside the buffer (`length` elements along the last
+    dimension from there, for a vector access)."""
+    shape = memref_type.get_shape()
+    for dim, (expr, size) in enumerate(zip(affine_map.results, shape)):
+        if not isinstance(expr, AffineConstantExpr) or size < 0:
+            continue
+        extent = length if dim == len(shape) - 1 else 1
+        if not 0 <= expr.value <= size - extent:
+            raise VerifyException(
+                f"constant index {expr.value} of dimension {dim} is out of bounds for "
+                f"{memref_type}" + (f" (a {what} of {extent} elements)" if extent > 1 else "")
+            )
 
 
 def _identity_map(memref: SSAValue, map: AffineMap | AffineMapAttr | None) -> AffineMapAttr:
@@ -856,8 +904,11 @@ class ViewOp(IRDLOperation):
                 f"result scope {scope_of(result).data} differs from the source scope "
                 f"{scope_of(source).data}"
             )
-        offset, size = self.offset, buffer_bytes(result)
-        element = element_bytes(result.get_element_type())
+        try:
+            offset, size = self.offset, buffer_bytes(result)
+            element = element_bytes(result.get_element_type())
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
         if offset < 0 or offset % element:
             raise VerifyException(
                 f"offset {offset} must be a non-negative multiple of the element size {element}"

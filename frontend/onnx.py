@@ -33,9 +33,19 @@ from onnx import numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from xweave.dialects import graph
-from xweave.errors import ModelError, UnsupportedOpsError
+from xweave.errors import ModelError, UnsupportedOpsError, XweaveError
+from xweave.frontend.onnx_checks import (
+    check_model,
+    check_size,
+    check_ranks,
+    check_window,
+    default_opset,
+    initializer_arrays,
+    node_label,
+)
 
 __all__ = ["load_onnx", "SUPPORTED_OPS"]
 
@@ -129,13 +139,6 @@ _VALUE_INPUTS: dict[str, tuple[tuple[int, ...], str]] = {
     "Dropout": ((1, 2), "a non-constant ratio or training_mode"),
 }
 """Inputs read at import time (not shapes): non-constant ones are unsupported."""
-
-
-def _opset_version(model: onnx.ModelProto) -> int:
-    for o in model.opset_import:
-        if o.domain in ("", "ai.onnx"):
-            return o.version
-    return 1
 
 
 # --------------------------------------------------------------------------------------
@@ -467,6 +470,7 @@ class _Importer:
     constants: dict[str, np.ndarray]
     block: Block
     opset: int
+    source: str = "model"
     values: dict[str, SSAValue] = field(default_factory=dict)
     diverged: set[str] = field(default_factory=set)
     index: int = 0
@@ -475,8 +479,25 @@ class _Importer:
     # ---- values, constants and shapes --------------------------------------------------
 
     def emit(self, op: Operation) -> SSAValue:
+        try:
+            op.verify()
+        except VerifyException as e:
+            raise ModelError(f"{self.source}: {self.label}: {e}") from None
         self.block.add_op(op)
         return op.results[0]
+
+    def input_shapes(self) -> str:
+        """The shapes of the node's inputs, for errors."""
+        shown = []
+        for name in self.node.input:
+            if name in self.values or name in self.constants:
+                shown.append(f"'{name}' {list(self.shape(name))}")
+        return "inputs: " + (", ".join(shown) or "none known")
+
+    @property
+    def label(self) -> str:
+        """The node being imported, as errors name it."""
+        return node_label(self.node, self.index)
 
     def constant(self, name: str, array: np.ndarray) -> SSAValue:
         return self.emit(graph.ConstantOp.from_array(name, array))
@@ -570,6 +591,10 @@ class _Importer:
             fill = numpy_helper.to_array(value).reshape(-1) if value is not None else \
                 np.zeros(1, np.float32)
             shape = [int(d) for d in np.asarray(self.constants[node.input[0]]).reshape(-1)]
+            if any(d < 0 for d in shape):
+                raise ModelError(f"{self.source}: {self.label}: negative dimension in "
+                                 f"shape {shape}")
+            check_size(self.source, f"{self.label}: output '{node.output[0]}'", shape)
             outputs = [np.full(shape, fill[0], dtype=fill.dtype)]
         elif op == "Identity":
             outputs = [self.constants[node.input[0]]]
@@ -584,6 +609,9 @@ class _Importer:
                 outputs = [np.array(shape[start:end] if "end" in attrs else shape[start:],
                                     np.int64)]
         else:
+            for out in node.output:
+                if out in self.onnx_shapes:
+                    check_size(self.source, f"{self.label}: output '{out}'", self.onnx_shapes[out])
             inputs = [np.asarray(self.constants[n]) if n else None for n in node.input]
             try:
                 outputs = _evaluate(node, inputs, self.opset)
@@ -625,6 +653,7 @@ class _Importer:
             if not out:
                 continue
             expected, got = self.onnx_shapes.get(out), self.shape_of_value(result)
+            check_size(self.source, f"{self.label}: output '{out}'", got)
             if 0 in got:
                 raise self.unsupported(node, f"an empty result ('{out}' of shape {list(got)})")
             if expected is not None and got != expected:
@@ -755,8 +784,17 @@ class _Importer:
         n, c, _, length = self.shape_of_value(value)
         return self.reshape(value, (n, c, length))
 
+    def _check_conv(self, x: str, w: str, attrs: dict) -> None:
+        w_shape = self.shape(w)
+        check_ranks(self.source, self.label, self.shape(x), w_shape, len(w_shape) - 2)
+        if "kernel_shape" in attrs and list(attrs["kernel_shape"]) != list(w_shape[2:]):
+            raise ModelError(f"{self.source}: {self.label}: attribute kernel_shape "
+                             f"{list(attrs['kernel_shape'])} differs from the weights' "
+                             f"spatial shape {list(w_shape[2:])}")
+
     def op_Conv(self, node: onnx.NodeProto, attrs: dict) -> SSAValue:
         x, w = node.input[0], node.input[1]
+        self._check_conv(x, w, attrs)
         one_d = len(self.shape(w)) == 3
         if one_d:
             attrs = _lift_1d(attrs)
@@ -765,6 +803,10 @@ class _Importer:
             xv, wv = self.data(node, x), self.data(node, w)
         kernel = self.shape_of_value(wv)[2:]
         strides, pads, dilations = _window_attrs(attrs, self.shape_of_value(xv)[2:], kernel)
+        w_shape = self.shape_of_value(wv)
+        check_window(self.source, self.label, self.shape_of_value(xv), kernel, strides, pads,
+                     dilations, outer=self.shape_of_value(xv)[0] * w_shape[0],
+                     per_tap=w_shape[1])
         bias = self.value(node.input[2]) if len(node.input) > 2 and node.input[2] else None
         y = self.emit(graph.Conv2dOp(
             xv, wv, bias, strides=strides, pads=pads, dilations=dilations,
@@ -774,6 +816,7 @@ class _Importer:
 
     def op_ConvTranspose(self, node: onnx.NodeProto, attrs: dict) -> SSAValue:
         x, w = node.input[0], node.input[1]
+        self._check_conv(x, w, attrs)
         one_d = len(self.shape(w)) == 3
         if one_d:
             attrs = _lift_1d(attrs)
@@ -815,6 +858,8 @@ class _Importer:
         return self._from_2d(y) if one_d else y
 
     def _pool(self, node: onnx.NodeProto, attrs: dict, make: Callable) -> SSAValue:
+        check_ranks(self.source, self.label, self.shape(node.input[0]), None,
+                    len(attrs["kernel_shape"]))
         one_d = len(attrs["kernel_shape"]) == 1
         if one_d:
             attrs = _lift_1d(attrs)
@@ -824,6 +869,8 @@ class _Importer:
         kernel = list(attrs["kernel_shape"])
         dilate = node.op_type == "MaxPool"
         strides, pads, dilations = _window_attrs(attrs, self.shape_of_value(x)[2:], kernel, dilate)
+        check_window(self.source, self.label, self.shape_of_value(x), kernel, strides, pads,
+                     dilations, outer=prod(self.shape_of_value(x)[:2]))
         y = self.emit(make(x, kernel, strides, pads, dilations, bool(attrs.get("ceil_mode", 0))))
         return self._from_2d(y) if one_d else y
 
@@ -1262,12 +1309,14 @@ def load_onnx(
     """Import an ONNX model as a verified graph-stage module with `func.func @main`.
 
     `input_shapes` binds symbolic (or unknown) input dimensions, e.g. {"data": (1, 3, 224, 224)}.
-    Raises ModelError (unreadable file, inputs/outputs other than float32 or int64/int32,
-    shapes that cannot be inferred) or UnsupportedOpsError (listing every unsupported
-    operator and node).
+    Raises ModelError (unreadable file, a malformed model: see `onnx_checks`, inputs/
+    outputs other than float32 or int64/int32, shapes that cannot be inferred, tensors
+    too large) or UnsupportedOpsError (listing every unsupported operator and node).
     """
     model, source = _read_model(path_or_model)
-    opset = _opset_version(model)
+    check_model(model, source)
+    opset = default_opset(model)
+    assert opset is not None  # check_model requires it
     original = model.graph
     initializers = {t.name for t in original.initializer}
     inputs = [v for v in original.input if v.name not in initializers]
@@ -1324,18 +1373,26 @@ def load_onnx(
         input_types.append(TensorType(graph.element_type_of(np.dtype(dtype)), d))
     _check_shape_inputs(g.node, folded, known, used, source)
 
-    constants: dict[str, np.ndarray] = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    constants: dict[str, np.ndarray] = initializer_arrays(inferred, source)
     block = Block(arg_types=input_types)
-    importer = _Importer(onnx_shapes, constants, block, opset)
+    importer = _Importer(onnx_shapes, constants, block, opset, source)
     importer.values.update({v.name: arg for v, arg in zip(inputs, block.args)})
     for index, node in enumerate(g.node):
         if not any(o in used for o in node.output if o):
             continue
         importer.index, importer.node = index, node
-        if index in folded:
-            importer.fold(node)
-        else:
-            importer.convert(node)
+        try:
+            if index in folded:
+                importer.fold(node)
+            else:
+                importer.convert(node)
+        except XweaveError:
+            raise
+        except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError,
+                AssertionError, MemoryError) as e:
+            # A malformed node the checks above let through: still one line naming it.
+            raise ModelError(f"{source}: {importer.label}: cannot be imported "
+                             f"({str(e) or type(e).__name__}); {importer.input_shapes()}") from e
 
     results = []
     for v in g.output:

@@ -123,7 +123,9 @@ class ScheduleKernelsPass(ModulePass):
                 raise ScheduleStepError(name, "(choosing the schedule)", e) from e
             if tuned is not None and name in tuned.skipped:
                 skipped[name] = tuned.skipped[name]
-            apply_steps(op, steps, skip_illegal=True, kernel=name)
+            applied = apply_steps(op, steps, skip_illegal=True, kernel=name)
+            if tuned is not None and tuned.steps_for(kernel) is not None:
+                tuned.report_refused(kernel, steps, applied)
         if skipped:
             import warnings
 

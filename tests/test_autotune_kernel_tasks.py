@@ -327,9 +327,13 @@ def test_check_in_model_times_the_tuned_kernels_inside_the_model(model, tmp_path
     faster = tuned_ms * 1.03 <= default_ms
     assert (task.workload_key in TunedSchedules.load(path).best) == faster
     assert "inside the model" in lines[-1]
-    # The measurements are untouched: checking again times the same candidates.
+    # The measurements are untouched. Checking again with nothing new appends nothing
+    # (a resumed run); with another thread count the same candidates are timed again.
     assert len(load_records(path)) == 2
-    assert task.workload_key in check_in_model(model, path, threads=1, rounds=1, repeat=1,
+    before = path.read_text()
+    assert check_in_model(model, path, threads=1, rounds=1, repeat=1, log=lines.append) == {}
+    assert path.read_text() == before and "already timed inside the model" in lines[-1]
+    assert task.workload_key in check_in_model(model, path, threads=2, rounds=1, repeat=1,
                                                log=lines.append)
 
 

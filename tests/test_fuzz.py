@@ -1,0 +1,71 @@
+"""Fuzzing (seeded, bounded): mutated IR and malformed ONNX models end in a result or a
+clear error, never a crash, a traceback or a hang. `bench/fuzz.py` runs more cases."""
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "bench" / "fuzz.py"
+
+
+def _load_fuzz():
+    spec = importlib.util.spec_from_file_location("xweave_bench_fuzz", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fuzz = _load_fuzz()
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("dump")
+    return fuzz.dump_ir(directory)
+
+
+def assert_clean(outcomes, minimum_errors):
+    bad = [o for o in outcomes if o.kind in ("crash", "hang")]
+    assert not bad, "\n".join(f"{o.kind}: {o.case}: {o.detail}" for o in bad[:20])
+    counts = fuzz.summary(outcomes)
+    # The mutations must mostly be caught (a fuzzer whose cases all pass tests nothing).
+    assert counts["error"] >= minimum_errors, counts
+
+
+def test_the_generators_are_deterministic(dumps):
+    first = [(n, t) for n, _, t in fuzz.ir_cases(dumps, 20, seed=3)]
+    assert first == [(n, t) for n, _, t in fuzz.ir_cases(dumps, 20, seed=3)]
+    a = [(n, m.SerializeToString()) for n, m in fuzz.onnx_cases(20, seed=3)]
+    assert a == [(n, m.SerializeToString()) for n, m in fuzz.onnx_cases(20, seed=3)]
+
+
+def test_mutated_ir(dumps, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcomes = fuzz.fuzz_ir(dumps, 150, seed=0, workdir=tmp_path, compile_every=25)
+    assert len(outcomes) >= 300
+    assert_clean(outcomes, minimum_errors=80)
+
+
+def test_malformed_onnx():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcomes = fuzz.fuzz_onnx(300, seed=0, run_every=15)
+    assert len(outcomes) == 300
+    assert_clean(outcomes, minimum_errors=150)
+
+
+def test_through_the_installed_commands(dumps, tmp_path):
+    outcomes = fuzz.fuzz_cli(dumps, 8, seed=0, workdir=tmp_path)
+    assert len(outcomes) == 8
+    assert_clean(outcomes, minimum_errors=2)
+
+
+def test_a_crash_is_counted():
+    outcome = fuzz.run_case("boom", lambda: {}["missing"])
+    assert outcome.kind == "crash" and "KeyError" in outcome.detail
+    assert fuzz.run_case("slow", lambda: __import__("time").sleep(5), limit=0.2).kind == "hang"
