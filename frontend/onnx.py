@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import VerifyException
 from xweave.dialects import graph
 from xweave.errors import ModelError, UnsupportedOpsError, XweaveError
 from xweave.frontend.onnx_checks import (
+    MAX_RUNTIME_ELEMENTS,
     check_model,
     check_size,
     check_ranks,
@@ -611,7 +612,8 @@ class _Importer:
         else:
             for out in node.output:
                 if out in self.onnx_shapes:
-                    check_size(self.source, f"{self.label}: output '{out}'", self.onnx_shapes[out])
+                    check_size(self.source, f"{self.label}: output '{out}'", self.onnx_shapes[out],
+                               MAX_RUNTIME_ELEMENTS)
             inputs = [np.asarray(self.constants[n]) if n else None for n in node.input]
             try:
                 outputs = _evaluate(node, inputs, self.opset)
@@ -653,7 +655,7 @@ class _Importer:
             if not out:
                 continue
             expected, got = self.onnx_shapes.get(out), self.shape_of_value(result)
-            check_size(self.source, f"{self.label}: output '{out}'", got)
+            check_size(self.source, f"{self.label}: output '{out}'", got, MAX_RUNTIME_ELEMENTS)
             if 0 in got:
                 raise self.unsupported(node, f"an empty result ('{out}' of shape {list(got)})")
             if expected is not None and got != expected:

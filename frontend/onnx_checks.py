@@ -12,8 +12,10 @@ input, and the problem:
   and output counts, attribute names and types) and the values of the attributes of
   windowed operators (conv, pooling: `auto_pad`, strides, dilations, pads, kernel);
 * initializers whose data matches their declared shape (`onnx.checker.check_tensor`);
-* sizes: no tensor (initializer, model input) of more than `MAX_ELEMENTS` elements, so
-  nothing is allocated for a model that could never run.
+* sizes: no constant (initializer, folded value) of more than `MAX_ELEMENTS` elements,
+  allocated at import, and no run-time tensor (model input, node output) of more than
+  `MAX_RUNTIME_ELEMENTS`: bigger models compile, and running one that does not fit the
+  machine's memory is one error (the arena is allocated per call, not at compile time).
 
 `onnx.checker.check_model` itself is not used: it also requires a shape on every graph
 input and output, which ONNX Runtime does not and many exported models lack; its node
@@ -34,7 +36,11 @@ from onnx import checker, defs
 from xweave.errors import ModelError
 
 MAX_ELEMENTS = 2**31 - 1
-"""The most elements one tensor may have (8 GiB of float32)."""
+"""The most elements one constant may have (8 GiB of float32): it is allocated at import."""
+
+MAX_RUNTIME_ELEMENTS = 2**40
+"""The most elements one run-time tensor may have (4 TiB of float32, past any machine's
+memory); below it, a model compiles and a run that does not fit is one `ArenaError`."""
 
 MAX_WINDOW_WORK = 2**38
 """The most multiply-adds (conv) or window steps (pooling) one windowed node may take:
@@ -131,7 +137,7 @@ def _check_value_types(graph: onnx.GraphProto, source: str) -> None:
                         raise _fail(source, f"graph input '{v.name}' has a negative "
                                             f"dimension {min(dims)}")
                     if len(dims) == len(t.shape.dim):
-                        check_size(source, f"graph input '{v.name}'", dims)
+                        check_size(source, f"graph input '{v.name}'", dims, MAX_RUNTIME_ELEMENTS)
 
 
 def _check_initializers(model: onnx.ModelProto, source: str) -> None:
@@ -288,12 +294,13 @@ def _check_window_attributes(node: onnx.NodeProto, label: str, source: str) -> N
         raise _fail(source, f"{label}: attribute group is {group} (expected at least 1)")
 
 
-def check_size(source: str, what: str, shape: Sequence[int]) -> None:
-    """Refuse a tensor of more than `MAX_ELEMENTS` elements before anything allocates it."""
+def check_size(source: str, what: str, shape: Sequence[int],
+               limit: int = MAX_ELEMENTS) -> None:
+    """Refuse a tensor of more than `limit` elements before anything allocates it."""
     count = prod(int(d) for d in shape)
-    if count > MAX_ELEMENTS:
+    if count > limit:
         raise _fail(source, f"{what} of shape {list(shape)} is too large: {count} elements "
-                            f"(at most {MAX_ELEMENTS})")
+                            f"(at most {limit})")
 
 
 def check_ranks(source: str, label: str, data: Sequence[int], weight: Sequence[int] | None,
