@@ -11,9 +11,17 @@ The public Python API:
   `xweave.te`, compiled into a function called on numpy arrays
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from xweave.errors import InputError, ModelError, UnsupportedOpsError, XweaveError
 
+try:
+    __version__ = version("xweave")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
+    "__version__",
     "InputError",
     "ModelError",
     "UnsupportedOpsError",

@@ -12,8 +12,16 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from xweave.errors import XweaveError
 
 
+def _xweave_version() -> str:
+    from xweave import __version__
+
+    return __version__
+
+
 class XweaveOptMain(xDSLOptMain):
     """xdsl-opt with every xweave dialect and pass registered."""
+
+    version_format = f"xweave-opt {_xweave_version()} (xdsl {{xdsl_version}})"
 
     def register_all_dialects(self):
         import xweave.dialects.graph  # noqa: F401  (installs the resource-blob store)
@@ -34,9 +42,80 @@ class XweaveOptMain(xDSLOptMain):
         def parse_mlir(io):
             return parse_ir(self.ctx, io.read(), self.get_input_name(),
                             allow_implicit_module=not self.args.no_implicit_module,
-                            verify=not self.args.disable_verify)
+                            verify=not self.args.disable_verify,
+                            line_offset=self._line_offset)
 
         self.available_frontends["mlir"] = parse_mlir
+
+    _line_offset = 0
+
+    def parse_chunk(self, chunk, file_extension, offset=0):
+        # Locations count lines of the whole file, not of a --split-input-file chunk.
+        self._line_offset = offset
+        return super().parse_chunk(chunk, file_extension, offset)
+
+    def register_all_targets(self):
+        super().register_all_targets()
+
+        def llvm_ir(module, output):
+            from xweave.runtime.jit import translate_to_llvm_ir
+
+            output.write(translate_to_llvm_ir(module))
+
+        self.available_targets["llvm"] = llvm_ir
+
+    def run(self):
+        """xdsl-opt's driver; with `--verify-diagnostics`, a file holding
+        `// expected-error {{...}}` annotations is checked as mlir-opt checks it: every
+        error must be expected and every expectation met, or the run fails (exit 1)
+        naming each mismatch by file line. Without annotations, diagnostics are printed
+        for filecheck, as xdsl-opt does."""
+        if not self.args.verify_diagnostics:
+            return super().run()
+        import dataclasses
+        import io
+
+        from xweave.diagnostics import check_diagnostic, expected_diagnostics
+
+        chunks, file_extension = self.prepare_input()
+        texts = []
+        for chunk, offset in chunks:
+            texts.append((chunk.read(), offset))
+            chunk.close()
+        expected = [expected_diagnostics(data.decode("utf-8", "replace"), offset)
+                    for data, offset in texts]
+        annotated = any(expected)
+        output = self.prepare_output()
+        failures: list[str] = []
+        try:
+            for i, ((data, offset), wanted) in enumerate(zip(texts, expected)):
+                if i:
+                    output.write("// -----\n")
+                produced = None
+                try:
+                    module = self.parse_chunk(io.BytesIO(data), file_extension, offset)
+                    if module is not None:
+                        self.apply_passes(module)
+                        output.write(self.output_resulting_program(module))
+                except ParseError as e:
+                    e.span = dataclasses.replace(e.span, line_offset=offset)
+                    if not (annotated or self.args.parsing_diagnostics):
+                        raise
+                    produced = str(e)
+                except DiagnosticException as e:
+                    produced = "\n".join([str(e), *getattr(e, "__notes__", [])])
+                output.flush()
+                if produced is not None:
+                    print(produced)
+                if annotated:
+                    failures += check_diagnostic(wanted, produced, self.get_input_name())
+        finally:
+            if output is not sys.stdout:
+                output.close()
+        for failure in failures:
+            print(failure, file=sys.stderr)
+        if failures:
+            sys.exit(1)
 
     def register_all_passes(self):
         super().register_all_passes()
@@ -52,11 +131,50 @@ class XweaveOptMain(xDSLOptMain):
         super().register_all_arguments(arg_parser)
         # Consumed by opt_main before parsing (plugins must register first); declared
         # here for --help.
+        passes = next(a for a in arg_parser._actions if a.dest == "passes")
+        passes.help = ("comma-separated pass pipeline, e.g. 'loop-split{loop=\"k.i\" factor=8}'"
+                       "; xweave's passes are listed below, xDSL's upstream passes "
+                       "(canonicalize, dce, ...) are accepted too")
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        plain_help = arg_parser.format_help
+        arg_parser.format_help = lambda: plain_help() + "\n" + _passes_help()
         arg_parser.add_argument(
             "--load-plugin", metavar="MODULE", action="append", default=[],
             help="import MODULE (a module name or a .py file) first, e.g. one that "
                  "registers an accelerator: its dialect and passes become available; "
                  "may be repeated")
+
+
+def _passes_help() -> str:
+    """xweave's passes, one line each (the docstring's first sentence), and their options."""
+    import dataclasses
+    import textwrap
+
+    from xweave.passes import get_all_passes
+
+    lines = ["xweave passes (-p NAME{option=value ...}):"]
+    for name, factory in sorted(get_all_passes().items()):
+        cls = factory()
+        doc = " ".join((cls.__doc__ or "").split())
+        summary = doc.split(". ")[0].rstrip(".")
+        lines += textwrap.wrap(f"{name}: {summary}", 88, initial_indent="  ",
+                               subsequent_indent="      ")
+        options = [f"{f.name.replace('_', '-')}={_default(f)}" for f in dataclasses.fields(cls)]
+        if options:
+            lines += textwrap.wrap("options: " + " ".join(options), 88,
+                                   initial_indent="      ", subsequent_indent="        ")
+    return "\n".join(lines) + "\n"
+
+
+def _default(field) -> str:
+    import dataclasses
+
+    if field.default is not dataclasses.MISSING:
+        return "none" if field.default is None else str(field.default).lower() \
+            if isinstance(field.default, bool) else str(field.default)
+    if field.default_factory is not dataclasses.MISSING:
+        return str(field.default_factory())
+    return "(required)"
 
 
 def _plugin_accelerators():
@@ -146,7 +264,10 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of `xweave`."""
     from xweave import commands
 
+    from xweave import __version__
+
     parser = argparse.ArgumentParser(prog="xweave", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"xweave {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     commands.register(sub)
     args = parser.parse_args(argv)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import struct
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -42,9 +43,12 @@ class XweaveParser(Parser):
     bytes that are not UTF-8, and where each operation starts recorded (as MLIR does by
     default) so verifier errors can say file:line:col."""
 
-    def __init__(self, ctx: Context, input: str | bytes, name: str = "<unknown>"):
+    def __init__(self, ctx: Context, input: str | bytes, name: str = "<unknown>",
+                 line_offset: int = 0):
         super().__init__(ctx, "", name)
         self._parser_state = ParserState(LinearTimeLexer(Input(_decode(input, name), name)))
+        self.line_offset = line_offset
+        """Lines before this text in its file (a chunk of `--split-input-file`)."""
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
@@ -62,7 +66,8 @@ class XweaveParser(Parser):
         start = self._current_token.span.get_location()
         op = super().parse_operation()
         if not isinstance(op.location, FileLineColLoc):
-            op.location = FileLineColLoc(StringAttr(start.file), IntAttr(start.line),
+            op.location = FileLineColLoc(StringAttr(start.file),
+                                         IntAttr(start.line + self.line_offset),
                                          IntAttr(int(start.col)))
         return op
 
@@ -145,9 +150,83 @@ def verify_with_location(module: ModuleOp) -> None:
 
 
 def parse_ir(ctx: Context, text: str | bytes, name: str = "<string>",
-             allow_implicit_module: bool = True, verify: bool = True) -> ModuleOp:
-    """Parse IR text into a `builtin.module`, verified (errors say file:line:col)."""
-    module = XweaveParser(ctx, text, name).parse_module(allow_implicit_module)
+             allow_implicit_module: bool = True, verify: bool = True,
+             line_offset: int = 0) -> ModuleOp:
+    """Parse IR text into a `builtin.module`, verified (errors say file:line:col;
+    `line_offset`: lines of the file before `text`)."""
+    module = XweaveParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
     if verify:
         verify_with_location(module)
     return module
+
+
+# ----------------------------------------------------------------------------------
+# Expected diagnostics (`xweave-opt --verify-diagnostics`), as mlir-opt checks them
+# ----------------------------------------------------------------------------------
+
+_EXPECTED = re.compile(
+    r"//\s*expected-(error|warning|remark|note)\s*(?:@([+-]\d+|above|below|unknown))?"
+    r"\s*\{\{(.*?)\}\}")
+_LOCATED = re.compile(r"^(?:.*?):(\d+):(\d+)")
+_LOCATED_ERROR = re.compile(r"^.*?:\d+:\d+:?\s*(?:error:\s*)?")
+
+
+@dataclass
+class ExpectedDiagnostic:
+    """An `// expected-error @+1 {{text}}` annotation: its kind, the file line it is
+    about (None: `@unknown`, a diagnostic without a location) and the text it expects."""
+
+    kind: str
+    line: int | None
+    text: str
+    at: int
+    """The file line of the annotation itself."""
+    seen: bool = False
+
+
+def expected_diagnostics(text: str, line_offset: int = 0) -> list[ExpectedDiagnostic]:
+    """The annotations of a chunk of IR text, with file lines (`line_offset`: lines of
+    the file before the chunk). `@above` / `@below` skip other annotation lines."""
+    lines = text.splitlines()
+    code = [i for i, line in enumerate(lines) if not _EXPECTED.search(line)]
+    found = []
+    for i, line in enumerate(lines):
+        for kind, where, expected in _EXPECTED.findall(line):
+            if where == "unknown":
+                target = None
+            elif where == "above":
+                target = max((c for c in code if c < i), default=i)
+            elif where == "below":
+                target = min((c for c in code if c > i), default=i)
+            else:
+                target = i + int(where or 0)
+            found.append(ExpectedDiagnostic(
+                kind, None if target is None else target + 1 + line_offset, expected,
+                i + 1 + line_offset))
+    return found
+
+
+def check_diagnostic(expected: list[ExpectedDiagnostic], produced: str | None,
+                     file: str) -> list[str]:
+    """Match the one error a chunk produced (or None) against its annotations; returns
+    the failures, each a `file:line: error: ...` line, as mlir-opt reports them. An
+    error without a location matches an annotation by its text alone."""
+    failures = []
+    if produced is not None:
+        first = produced.splitlines()[0] if produced else ""
+        located = _LOCATED.match(first)
+        line = int(located.group(1)) if located else None
+        match = next((e for e in expected if e.kind == "error" and not e.seen
+                      and (line is None or e.line == line) and e.text in produced), None)
+        if match is None:
+            where = f"{file}:{line}:{located.group(2)}" if located else file
+            message = " ".join(_LOCATED_ERROR.sub("", produced, count=1).split())
+            failures.append(f"{where}: error: unexpected error: {message}")
+        else:
+            match.seen = True
+    for e in expected:
+        if not e.seen:
+            where = "unknown location" if e.line is None else f"line {e.line}"
+            failures.append(f"{file}:{e.at}: error: expected {e.kind} \"{e.text}\" "
+                            f"(at {where}) was not produced")
+    return failures

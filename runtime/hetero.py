@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import json
 import os
 import tempfile
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from xweave.errors import ModelError
+from xweave.runtime.files import write_zip_atomically
 from xweave.runtime.module import FORMAT_VERSION, CompiledModule, TensorSpec
 
 #: How to rebuild an accelerator's layers from an exported module: "module:Class",
@@ -186,16 +186,7 @@ class HeteroModule:
             "output_keys": self.output_keys,
             "steps": steps,
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
-                zf.writestr("manifest.json", json.dumps(manifest, indent=2))
-                for name, data in files.items():
-                    zf.writestr(name, data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_zip_atomically(path, manifest, files)
 
 
 def _exported_bytes(module: CompiledModule) -> bytes:

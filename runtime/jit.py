@@ -245,6 +245,14 @@ def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None
     return CompiledObject(object_bytes, optimized, param_names, resolved)
 
 
+def translate_to_llvm_ir(module: ModuleOp) -> str:
+    """The LLVM IR of an llvm-dialect module, before optimization (what `compile_llvm`
+    hands to LLVM, `mlir-translate --mlir-to-llvmir`'s counterpart; `xweave-opt -t llvm`)."""
+    resolved = target_of(module).resolve()
+    ir_module, _ = _to_llvm_ir(module, target_machine(resolved))
+    return _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
+
+
 def _is_llvm_ir_text(text: str) -> bool:
     return "llvm.func" not in text and ("define " in text or "declare " in text)
 

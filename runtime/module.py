@@ -7,7 +7,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import time
 import zipfile
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from xweave.runtime.profile import (
     run_profile,
     slots_of,
 )
+from xweave.runtime.files import write_zip_atomically
 from xweave.target import Target, TargetError, host_cpu_name
 
 FORMAT_VERSION = 2
@@ -322,16 +322,8 @@ class CompiledModule:
             manifest["profile"] = [s.to_json() for s in self.profile_slots]
         params = io.BytesIO()
         np.savez(params, **self.params)
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
-                zf.writestr("manifest.json", json.dumps(manifest, indent=2))
-                zf.writestr("module.o", self.object_bytes)
-                zf.writestr("params.npz", params.getvalue())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_zip_atomically(path, manifest, {"module.o": self.object_bytes,
+                                              "params.npz": params.getvalue()})
 
 
 # --- the ABI description ---------------------------------------------------------------
