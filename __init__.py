@@ -54,8 +54,9 @@ def build_kernel(name, inputs, outputs, schedule="default", target=None):
     return _build_kernel(name, inputs, outputs, schedule, target)
 
 
-def load_module(path):
-    """Load a module written by `CompiledModule.export`, without recompiling."""
+def load_module(path, threads=None):
+    """Load a module written by `CompiledModule.export`, without recompiling
+    (`threads`: threads of its parallel loops; default every core)."""
     from xweave.runtime.module import load_module as _load
 
-    return _load(path)
+    return _load(path, threads=threads)

@@ -49,8 +49,11 @@ def _compile(args: argparse.Namespace) -> None:
 
 
 def _build_options(args: argparse.Namespace) -> dict:
-    """`winograd=` (and `target=`) for `xweave.build` when given on the command line."""
-    options = {} if args.winograd is None else {"winograd": args.winograd}
+    """`winograd=`, `threads=` and `target=` for `xweave.build` when given on the
+    command line."""
+    options = {} if getattr(args, "winograd", None) is None else {"winograd": args.winograd}
+    if getattr(args, "threads", None) is not None:
+        options["threads"] = args.threads
     if getattr(args, "target", None) is not None:
         options["target"] = args.target
     return options
@@ -59,9 +62,10 @@ def _build_options(args: argparse.Namespace) -> dict:
 def _load_for_run(path: str, input_shapes, profile: bool = False, options: dict | None = None):
     import xweave
 
+    options = dict(options or {})
     if Path(path).suffix in (".onnx", ".mlir"):
-        return xweave.build(path, input_shapes=input_shapes, profile=profile, **(options or {}))
-    return xweave.load_module(path)
+        return xweave.build(path, input_shapes=input_shapes, profile=profile, **options)
+    return xweave.load_module(path, threads=options.get("threads"))
 
 
 def _read_inputs(module, path: str | None, fill_mode: str) -> dict[str, np.ndarray]:
@@ -252,6 +256,9 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", help=".npz file to write the outputs to")
     p.add_argument("--input-shapes", help="bind symbolic input dims when given a model")
     p.add_argument("--target", help="when given a model: " + TARGET_HELP)
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="threads of the parallel loops (default: $XWEAVE_NUM_THREADS, else "
+                   "every core)")
     p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
                    help=WINOGRAD_HELP + " (when given a model)")
     p.add_argument("--print-time", action="store_true", help="time the run")

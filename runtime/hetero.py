@@ -28,7 +28,12 @@ import numpy as np
 
 from xweave.errors import ModelError
 from xweave.runtime.files import write_zip_atomically
-from xweave.runtime.module import FORMAT_VERSION, CompiledModule, TensorSpec
+from xweave.runtime.module import (
+    FORMAT_VERSION,
+    CompiledModule,
+    TensorSpec,
+    feeds_and_outputs,
+)
 
 #: How to rebuild an accelerator's layers from an exported module: "module:Class",
 #: where Class.from_json(description, arrays) returns the layer.
@@ -104,12 +109,19 @@ class HeteroModule:
                 steps.append(AcceleratorStep(step.layer, step.input, step.output))
         return HeteroModule(steps, inputs, outputs, plan.inputs, plan.outputs, accelerator)
 
+    @property
+    def cpu_modules(self) -> list[CompiledModule]:
+        """The compiled CPU segments (e.g. to set their threads)."""
+        return [step.module for step in self.steps if isinstance(step, CpuStep)]
+
     # --- running -----------------------------------------------------------------------
 
-    def run(self, **inputs: np.ndarray) -> list[np.ndarray]:
-        """Run the model; inputs by name, outputs in order. The accelerator's reports of
-        this run are in `layer_reports` afterwards."""
-        return self.run_traced(inputs)[0]
+    def run(self, *args, **inputs: np.ndarray) -> list[np.ndarray]:
+        """Run the model, called as `CompiledModule.run` is. The accelerator's reports
+        of this run are in `layer_reports` afterwards."""
+        feeds, chosen = feeds_and_outputs(args, inputs, self.outputs)
+        outputs = self.run_traced(dict(feeds))[0]
+        return outputs if chosen is None else [outputs[i] for i in chosen]
 
     def run_traced(self, inputs: dict[str, np.ndarray]
                    ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:

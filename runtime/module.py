@@ -98,6 +98,32 @@ def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     return specs[0], specs[1]
 
 
+def feeds_and_outputs(args: tuple, inputs: Mapping[str, object], outputs: list[TensorSpec]
+                      ) -> tuple[Mapping[str, object], list[int] | None]:
+    """The feeds of a `run` call and the positions of the outputs asked for (None:
+    all), from `run(**feeds)`, `run(feeds)` or onnxruntime's `run(output_names, feeds)`."""
+    if not args:
+        return inputs, None
+    if inputs:
+        raise InputError("run: give the inputs either as keywords or as a dict, not both")
+    if len(args) == 1 and isinstance(args[0], Mapping):
+        return args[0], None
+    if len(args) != 2 or not isinstance(args[1], Mapping):
+        raise InputError("run: expected run(name=array, ...), run({name: array}) or "
+                         "run(output_names, {name: array}) (onnxruntime's form)")
+    names, feeds = args
+    if names is None:
+        return feeds, None
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise InputError(f"run: output_names must be a list of output names or None, got {names!r}")
+    known = [spec.name for spec in outputs]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InputError(f"run: unknown output(s) {', '.join(repr(n) for n in unknown)} "
+                         f"(the model's outputs are: {', '.join(known)})")
+    return feeds, [known.index(n) for n in names]
+
+
 class CompiledModule:
     """A model compiled for the CPU: call `run(**inputs)`, `export(path)`.
 
@@ -242,23 +268,26 @@ class CompiledModule:
             arrays.append(np.ascontiguousarray(array))
         return arrays
 
-    def run(self, **inputs: np.ndarray) -> list[np.ndarray]:
-        """Run the model; inputs by ONNX input name, outputs in ONNX order. Safe to call
+    def run(self, *args, **inputs: np.ndarray) -> list[np.ndarray]:
+        """Run the model: `run(data=x)`, `run({"data": x})`, or onnxruntime's
+        `run(None, {"data": x})` / `run(["logits"], {"data": x})` (`None`: every
+        output). Outputs come in the model's order or the order asked for. Safe to call
         from several threads at once."""
-        arrays = self._check_inputs(inputs)
+        feeds, chosen = feeds_and_outputs(args, inputs, self.outputs)
+        arrays = self._check_inputs(feeds)
         outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
         args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
         if self._team is not None and time.perf_counter() >= GOVERNOR.next_check:
             self._govern_threads()
         if not self._state_names:
             self._main(*args)
-            return outputs
-        state = self._pool.take()
-        try:
-            self._main(*args, *state.pointers)
-        finally:
-            self._pool.give(state)
-        return outputs
+        else:
+            state = self._pool.take()
+            try:
+                self._main(*args, *state.pointers)
+            finally:
+                self._pool.give(state)
+        return outputs if chosen is None else [outputs[i] for i in chosen]
 
     def benchmark(self, inputs: dict[str, np.ndarray], repeat: int = 10,
                   number: int = 1) -> np.ndarray:
@@ -489,15 +518,28 @@ def _read_zip(path: Path) -> tuple[zipfile.ZipFile, dict]:
     return zf, manifest
 
 
-def load_module(path: str | os.PathLike) -> CompiledModule:
+def load_module(path: str | os.PathLike, threads: int | None = None) -> CompiledModule:
     """Load a module written by `CompiledModule.export` (no recompilation).
 
     The manifest, the object code (its SHA-256, before LLVM reads it) and the
     parameters are checked against each other and against the ABI the code carries; a
     mismatch or a damaged file is a `ModelError` naming the field or member. Loading
     runs no model code, but the object is machine code trusted as a shared library
-    is: load modules from sources you trust.
+    is: load modules from sources you trust. `threads=N` runs its parallel loops on N
+    threads (default: `XWEAVE_NUM_THREADS`, else every core; see `set_num_threads`).
     """
+    from xweave.runtime.threads import check_num_threads, set_num_threads
+
+    if threads is not None:
+        check_num_threads(threads)
+    module = _load_module(path)
+    if threads is not None:
+        for cpu_module in getattr(module, "cpu_modules", [module]):
+            set_num_threads(cpu_module, threads)
+    return module
+
+
+def _load_module(path: str | os.PathLike) -> CompiledModule:
     path = Path(path)
     zf, manifest = _read_zip(path)
     with zf:
