@@ -78,7 +78,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_utils import find_loops
+from xweave.passes.loop_simplify import enclosing_function
+from xweave.passes.loop_split import split_loop
+from xweave.passes.loop_utils import find_loops, fold_access_maps
 from xweave.target import machine_model, target_of
 
 SINGLE_WIDTHS = (2, 4, 8, 16)
@@ -135,15 +137,23 @@ class LoopVectorizePass(ModulePass):
     fma: bool = True
     lanes: int = 0
     """Lanes of a vector group (4, 8 or 16); 0: the module's target's vector width."""
+    split: int = 0
+    """With split=F: vectorize the loop F iterations at a time (it becomes `<loop>.outer`
+    around the vectorized `<loop>.inner`, the last, ragged step under a bounds guard),
+    or refuse, leaving it unsplit, if its body does not vectorize."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.lanes not in (0, 4, 8, 16):
             raise PassFailedException(f"loop-vectorize: lanes={self.lanes} (expected 4, 8 or 16)")
+        if self.split < 0:
+            raise PassFailedException(f"loop-vectorize: split={self.split} (expected at least 1)")
         lanes = self.lanes or machine_model(target_of(op)).lanes
         try:
             loops = find_loops(op, self.loop, self.kernel)
         except PassFailedException as e:
             raise PassFailedException(f"loop-vectorize: {e}") from None
+        if self.split:
+            loops = self._split(loops, lanes)
         plans = []
         for for_op in loops:  # analyse (and build) everything before changing anything
             plan = _Plan(for_op, self.fma, lanes)
@@ -170,6 +180,22 @@ class LoopVectorizePass(ModulePass):
             block.insert_ops_before(ops, plan.loop)
             plan.loop.detach()
             plan.loop.erase()
+
+
+    def _split(self, loops: list[loop.ForOp], lanes: int) -> list[loop.ForOp]:
+        """Split each loop by `split` once its body is known to vectorize; the inner loops."""
+        for for_op in loops:
+            try:
+                _Plan(for_op, self.fma, lanes).analyse()
+            except _Reject as e:
+                raise PassFailedException(
+                    f"loop-vectorize: cannot vectorize loop '{self.loop}': {e}") from None
+        inner = []
+        for for_op in loops:
+            function = enclosing_function(for_op)
+            inner.append(split_loop(for_op, self.split)[1])
+            fold_access_maps(function)
+        return inner
 
 
 def vectorize_conflict(for_op: loop.ForOp, lanes: int = 8) -> str | None:
@@ -345,6 +371,10 @@ class _Plan:
         if isinstance(op, arith.CmpiOp) and self._guard(op):
             self.guards[op.result] = op
             return
+        if isinstance(op, arith.AndIOp) and any(v in self.guards for v in op.operands) and all(
+                v in self.guards or self._uniform(v) for v in op.operands):
+            self.guards[op.result] = op  # (row < M) && (column(lane) < N)
+            return
         if isinstance(op, arith.CmpfOp | arith.CmpiOp) and any(
             v is iv or self._is_varying(v) or v in self.lane_index for v in op.operands
         ):
@@ -476,7 +506,8 @@ class _Plan:
                     "it is not vectorized: fold it into the access maps)"
                 )
         for value, cmp in self.guards.items():
-            if any(not isinstance(use.operation, scf.IfOp) for use in value.uses):
+            if any(not isinstance(use.operation, scf.IfOp)
+                   and use.operation.results[0] not in self.guards for use in value.uses):
                 raise _Reject(
                     f"{_describe(cmp)} compares lane-dependent values (per-lane i1 masks are "
                     "not supported)"

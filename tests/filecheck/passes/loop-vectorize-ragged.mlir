@@ -1,6 +1,9 @@
 // RUN: xweave-opt %s -p 'loop-split{loop="s.i" factor=8},loop-vectorize{loop="s.i.inner" lanes=8}' | filecheck %s
 // RUN: xweave-opt %s -p 'loop-vectorize{loop="t.i" lanes=8}' | filecheck %s --check-prefix=ODD
 // RUN: not xweave-opt %s -p 'loop-vectorize{loop="g.i" lanes=8}' 2>&1 | filecheck %s --check-prefix=GE
+// RUN: xweave-opt %s -p 'loop-vectorize{loop="s.i" lanes=8 split=8}' | filecheck %s --check-prefix=SPLIT
+// RUN: not xweave-opt %s -p 'loop-vectorize{loop="g.i" lanes=8 split=4}' 2>&1 | filecheck %s --check-prefix=GE
+// RUN: xweave-opt %s -p 'loop-vectorize{loop="w.j" lanes=8}' | filecheck %s --check-prefix=AND
 
 // A bounds guard of a non-dividing split (`outer * 8 + inner < 21`): the group runs as
 // one vector when its last lane passes the guard, else lane by lane (the ragged tile).
@@ -24,6 +27,23 @@ func.func @ragged(%a: memref<21xf32>, %out: memref<21xf32>, %b: memref<7xf32>, %
     scf.if %p {
       %v = loop.load %b[%i] : memref<7xf32>
       loop.store %v, %c[%i] : memref<7xf32>
+    }
+  }
+  // A write-back of a ragged row and column: (row < 3) && (column(lane) < 21).
+  loop.for "w.o" %o = 0 to 3 {
+    loop.for "w.j" %j = 0 to 8 {
+      %c3 = arith.constant 3 : index
+      %row = arith.cmpi slt, %o, %c3 : index
+      %c8 = arith.constant 8 : index
+      %base = arith.muli %o, %c8 : index
+      %col = arith.addi %base, %j : index
+      %c21 = arith.constant 21 : index
+      %incol = arith.cmpi slt, %col, %c21 : index
+      %both = arith.andi %row, %incol : i1
+      scf.if %both {
+        %v = loop.load %a[%o * 8 + %j] : memref<21xf32>
+        loop.store %v, %out[%o * 8 + %j] : memref<21xf32>
+      }
     }
   }
   func.return
@@ -63,3 +83,19 @@ func.func @ragged(%a: memref<21xf32>, %out: memref<21xf32>, %b: memref<7xf32>, %
 // ODD-NEXT:    loop.store %[[W3]], %c[%[[SIX]]] : memref<7xf32>
 
 // GE: loop-vectorize: cannot vectorize loop 'g.i': 'scf.if' has a condition that depends on the loop variable
+
+// With split=8, loop-vectorize splits the loop itself (after checking that its body
+// vectorizes): the same code as loop-split then loop-vectorize.
+// SPLIT:       loop.for "s.i.outer" %i_outer = 0 to 3 {
+// SPLIT:         scf.if %{{.*}} {
+// SPLIT-NEXT:      %v = loop.load %a[%i_outer * 8] : memref<21xf32> -> vector<8xf32>
+// SPLIT:         } else {
+
+// AND:         %[[ROW:.*]] = arith.cmpi slt, %o, %{{.*}} : index
+// AND:         %[[LASTCOL:.*]] = arith.cmpi slt
+// AND-NEXT:    %[[ALL:.*]] = arith.andi %[[ROW]], %[[LASTCOL]] : i1
+// AND-NEXT:    scf.if %[[ALL]] {
+// AND-NEXT:      %{{.*}} = loop.load %a[%o * 8] : memref<21xf32> -> vector<8xf32>
+// AND-NEXT:      loop.store %{{.*}}, %out[%o * 8] : memref<21xf32>, vector<8xf32>
+// AND-NEXT:    } else {
+// AND-COUNT-8:   arith.andi
