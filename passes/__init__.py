@@ -132,6 +132,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopRfactorPass
 
+    def loop_simplify_indices():
+        from xweave.passes.loop_index_simplify import LoopSimplifyIndicesPass
+
+        return LoopSimplifyIndicesPass
+
     def loop_split():
         from xweave.passes.loop_split import LoopSplitPass
 
@@ -208,6 +213,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-reorder": loop_reorder,
         "loop-simplify": loop_simplify,
         "loop-rfactor": loop_rfactor,
+        "loop-simplify-indices": loop_simplify_indices,
         "loop-split": loop_split,
         "loop-unguard": loop_unguard,
         "loop-unroll": loop_unroll,
