@@ -525,6 +525,10 @@ class BlockedReduction(Template):
                               order=order, **({"overcompute": True} if ragged else {})))
             steps.append(step("loop-reorder", k, order=reduce_loops + [a_names[d] for d in block]))
             write = tile_inner
+        if output is None and reduce_loops and anchor.spatial[v][1] % cols:
+            # A ragged column tile reads padded panels: its reduction runs unguarded
+            # (before vectorizing, which would turn the guard into a lane-by-lane branch).
+            steps.append(step("loop-unguard", k, loop=reduce_loops[-1], grow=True))
         # The register block: the reduction's innermost tile loops.
         inner = tile_inner if output is None else [a_names[d] for d in block]
         steps += vectorize_tile(k, inner, sizes, lanes)
@@ -623,6 +627,8 @@ class BlockedReduction(Template):
             steps.append(step("loop-cache-write", k, stage=anchor.name, at=row_loops[-1],
                               order=layout))
             nests = ("init", "write")
+        if anchor.spatial[v][1] % cols:
+            steps.append(step("loop-unguard", k, loop=k_inner))
         steps += vectorize_tile(k, tile_inner, [rows, cols], lanes)
         for nest in nests:
             steps += vectorize_tile(k, [f"{anchor.name}_{nest}.{a}" for a in axes], [rows, cols], lanes)
@@ -737,6 +743,10 @@ class Injective(Template):
         k = info.name
         steps = [step("loop-inline", k, stage=s.name) for s in info.stages if not s.is_output]
         for out in [s for s in info.stages if s.is_output]:
+            if len(info.stages) > 1 and out.spatial:
+                # Inlined reshapes index through a flattened offset: `(c * 784 + x) mod 28`
+                # is `x` over the loop ranges (a channel shuffle becomes a row copy).
+                steps.append(step("loop-simplify-indices", k, loop=out.spatial[0][0]))
             steps += _outer_parallel_inner_vector(k, out, config, lanes_of(info, config))
         steps.append(step("loop-simplify", k))
         return steps
@@ -796,8 +806,7 @@ def _outer_parallel_inner_vector(k: str, stage: Stage, config: dict, lanes: int)
         # No vector divides the axis (a row of 197): whole vectors and a ragged last one
         # (loop-vectorize runs the lanes of the last, guarded one one by one).
         chunk = lanes
-        steps.append(step("loop-split", k, loop=last, factor=chunk))
-        steps.append(step("loop-vectorize", k, loop=f"{last}.inner", lanes=lanes))
+        steps.append(step("loop-vectorize", k, loop=last, lanes=lanes, split=chunk))
         renamed[last] = f"{last}.outer"
     elif config["vectorize"] and not stage.is_reduction and extent >= MIN_RAGGED_VECTOR:
         steps.append(step("loop-vectorize", k, loop=last, lanes=lanes))  # 7: 4 + 2 + 1
