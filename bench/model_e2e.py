@@ -83,7 +83,8 @@ def max_rel_err(got, expected) -> float:
 
 def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int,
                 layout: str = "nchwc", winograd: bool = True, rounds: int = 7,
-                targets: list[str] | None = None) -> None:
+                targets: list[str] | None = None) -> list[dict]:
+    """Time model `name` against onnxruntime; returns the records it emitted."""
     import onnx
 
     import models
@@ -93,14 +94,16 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
     feeds = models.random_inputs(onnx.load(str(path), load_external_data=False))
 
     targets = targets or [None]
+    emitted: list[dict] = []
     compiled = {}
     for target in targets:
         for fuse in fuse_modes:
             try:
                 compiled[fuse, target] = compile_model(path, fuse, layout, winograd, target)
             except Exception as e:  # noqa: BLE001 - reported, the other models still run
-                emit({"model": name, "fuse": fuse, "target": target,
-                      "error": f"{type(e).__name__}: {e}"})
+                emitted.append({"model": name, "fuse": fuse, "target": target,
+                                "error": f"{type(e).__name__}: {e}"})
+                emit(emitted[-1])
                 log(f"{name} (fuse={'on' if fuse else 'off'}, {target}): compilation failed: "
                     f"{type(e).__name__}: {e}")
     for threads in threads_list:
@@ -149,10 +152,12 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
             if record["fuse"] and unfused is not None:
                 record["fusion_speedup"] = round(unfused["xweave_ms"] / record["xweave_ms"], 3)
             emit(record)
+            emitted.append(record)
             log(f"{name:14s} [{record['target']}] threads={threads} fuse={'on ' if record['fuse'] else 'off'} "
                 f"xweave {record['xweave_ms']:9.2f} ms  ort {record['ort_ms']:9.2f} ms  "
                 f"ratio {record['ratio']:.2f}x  compile {record['compile_s']:.1f} s  "
                 f"peak {(record['peak_bytes'] or 0) / 2**20:.1f} MiB  err {record['max_rel_err']:.1e}")
+    return emitted
 
 
 def main() -> None:

@@ -435,6 +435,7 @@ _EXP_LN2_HI, _EXP_LN2_LO = 0.693359375, -2.12194440054690583e-4
 # Clamped to where the result has already rounded to 0 / overflowed to inf (so 0 and
 # inf come out right without a select).
 _EXP_MIN, _EXP_MAX = -104.0, 89.0
+_EXP_ROUND_MAGIC, _EXP_ROUND_MAGIC_BITS = 12582912.0, 0x4B400000  # 1.5 * 2^23 and its bits
 
 
 @_register(math.ExpOp)
@@ -455,7 +456,12 @@ def _exp(b: FunctionBuilder, op: math.ExpOp) -> Sequence[SSAValue]:
     r = b.emit1(llvm.FMAOp(n, b.const(-_EXP_LN2_LO, t), r))
     # 2^n as 2^h 2^(n-h), h = n >> 1: both factors are normal numbers over the whole
     # clamped range, and the second product rounds into the subnormals as exp should.
-    k = call_intrinsic(b, f"llvm.fptosi.sat.{intrinsic_suffix(int_t)}.{suffix}", [n], int_t)
+    # n, an integer in [-151, 129] after the clamp, as i32: n + 1.5 * 2^23 holds n in its
+    # low mantissa bits (llvm.fptosi.sat has no x86 vector form: LLVM converts it lane by
+    # lane with compares and cmovs, which made a vector exp cost as much as 16 scalar ones).
+    shifted = b.emit1(llvm.FAddOp(n, b.const(_EXP_ROUND_MAGIC, t)))
+    k = b.emit1(llvm.SubOp(b.emit1(llvm.BitcastOp(shifted, int_t)),
+                           b.const(_EXP_ROUND_MAGIC_BITS, int_t)))
     half = b.emit1(llvm.AShrOp(k, b.const(1, int_t)))
     result = _horner(b, _EXP_TAYLOR, r, t)
     for e in (half, b.emit1(llvm.SubOp(k, half))):

@@ -127,6 +127,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopSimplifyPass
 
+    def loop_rfactor():
+        from xweave.passes.loop_rfactor import LoopRfactorPass
+
+        return LoopRfactorPass
+
+    def loop_simplify_indices():
+        from xweave.passes.loop_index_simplify import LoopSimplifyIndicesPass
+
+        return LoopSimplifyIndicesPass
+
     def loop_split():
         from xweave.passes.loop_split import LoopSplitPass
 
@@ -202,6 +212,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-prefetch": loop_prefetch,
         "loop-reorder": loop_reorder,
         "loop-simplify": loop_simplify,
+        "loop-rfactor": loop_rfactor,
+        "loop-simplify-indices": loop_simplify_indices,
         "loop-split": loop_split,
         "loop-unguard": loop_unguard,
         "loop-unroll": loop_unroll,

@@ -103,7 +103,7 @@ class Dims:
         child, parent = op, op.parent_op()
         while parent is not None:
             if isinstance(parent, scf.IfOp) and parent.true_region.is_ancestor(child):
-                for cond in _conjuncts(parent.cond):
+                for cond in conjuncts(parent.cond):
                     self._narrow(cond, ranges)
             child, parent = parent, parent.parent_op()
         return ranges
@@ -133,10 +133,10 @@ class Dims:
         ranges[atom.position] = (max(old_lo, x_lo), min(old_hi, x_hi))
 
 
-def _conjuncts(value: SSAValue) -> list[SSAValue]:
+def conjuncts(value: SSAValue) -> list[SSAValue]:
     op = value.owner
     if isinstance(op, arith.AndIOp):
-        return _conjuncts(op.lhs) + _conjuncts(op.rhs)
+        return conjuncts(op.lhs) + conjuncts(op.rhs)
     return [value]
 
 

@@ -39,7 +39,7 @@ from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_grow import Dims, Key, plan_growth
+from xweave.passes.loop_grow import Dims, Key, conjuncts, plan_growth
 from xweave.passes.loop_simplify import enclosing_function, expr_bounds, simplify_expr
 from xweave.passes.loop_utils import enclosing_loops, find_loops
 
@@ -49,9 +49,10 @@ def _guard_key(op: Operation, dims: Dims) -> list[Key]:
     parent = op.parent_op()
     while parent is not None:
         if isinstance(parent, scf.IfOp):
-            key = dims.condition(parent.cond)
-            if key is not None:
-                keys.append(key)
+            for cond in conjuncts(parent.cond):  # (row < M) && (column < N)
+                key = dims.condition(cond)
+                if key is not None:
+                    keys.append(key)
         parent = parent.parent_op()
     return keys
 
@@ -80,27 +81,60 @@ def _removable(guard: scf.IfOp, dims: Dims, past_end: list[loop.LoadOp] | None) 
             stores.append(op)
         elif not isinstance(op, scf.YieldOp) and (op.regions or not is_side_effect_free(op)):
             return False
-    # The condition must hold still while each cache lives.
+    # The condition must hold still while each cache lives, or depend on loops inside
+    # it only through the element written (the lane of a ragged column tile).
     used = {dims.ivs[e.position] for e in key[1].dfs() if isinstance(e, AffineDimExpr)}
     for store in stores:
         alloc = cast(Operation, store.memref.owner)
-        if not used <= {f.induction_var for f in enclosing_loops(alloc)}:
-            return False
         written = dims.indices(store)
         if written is None:
+            return False
+        inner = used - {f.induction_var for f in enclosing_loops(alloc)}
+        own = _per_element(key, written, inner, dims)
+        if own is None:
             return False
         for use in store.memref.uses:
             reader = use.operation
             if not isinstance(reader, loop.LoadOp) or guard.is_ancestor(reader):
                 continue
-            if key in _guard_key(reader, dims):
-                continue
             read = dims.indices(reader)
+            if not inner and key in _guard_key(reader, dims):
+                continue
+            if inner and read is not None and any(
+                    _per_element(k, read, _inner_ivs(k, alloc, dims), dims) == own
+                    for k in _guard_key(reader, dims)):
+                continue
             if read is None or _may_overlap(read, written, dims):
                 return False
     if past_end is not None:
         past_end += outside
     return True
+
+
+def _inner_ivs(key: Key, alloc: Operation, dims: Dims) -> set:
+    used = {dims.ivs[e.position] for e in key[1].dfs() if isinstance(e, AffineDimExpr)}
+    return used - {f.induction_var for f in enclosing_loops(alloc)}
+
+
+def _per_element(key: Key, element: list[AffineExpr], inner: set, dims: Dims) -> Key | None:
+    """`key` with each loop variable of `inner` replaced by the dimension of the cache
+    element it indexes (on its own: `cache[.., %j, ..]`), so that guards of a write and
+    of a read of the same element compare equal; None if one indexes no dimension so."""
+    if not inner:
+        return key
+    base = len(dims.ivs)
+    replacements: list[AffineExpr] = [AffineExpr.dimension(i) for i in range(base)]
+    for iv in inner:
+        position = dims.dims[iv]
+        where = [d for d, e in enumerate(element)
+                 if isinstance(e, AffineDimExpr) and e.position == position]
+        if len(where) != 1 or any(position in {x.position for x in e.dfs()
+                                               if isinstance(x, AffineDimExpr)}
+                                  for d, e in enumerate(element) if d != where[0]):
+            return None
+        replacements[position] = AffineExpr.dimension(base + where[0])
+    predicate, expr = key
+    return predicate, expr.replace_dims_and_symbols(replacements, [])
 
 
 def _may_overlap(a: list[AffineExpr], b: list[AffineExpr], dims: Dims) -> bool:
@@ -147,18 +181,24 @@ class LoopUnguardPass(ModulePass):
         except PassFailedException as e:
             raise PassFailedException(f"loop-unguard: {e}") from None
         for for_op in found:
-            function = enclosing_function(for_op)
-            dims = Dims(function)
-            guards = [g for g in for_op.walk() if isinstance(g, scf.IfOp)]
-            past_end: list[loop.LoadOp] = []
-            removable = [g for g in guards
-                         if _removable(g, dims, past_end if self.grow else None)]
-            if past_end:
-                try:
-                    grow = plan_growth(cast(func.FuncOp, function), past_end, "loop-unguard")
-                except PassFailedException:
-                    removable = [g for g in removable if _removable(g, dims, None)]
-                else:
-                    grow()
-            for guard in removable:
-                _inline(guard)
+            while self._unguard(for_op):
+                pass  # a guard holding another one goes once the inner one has gone
+
+    def _unguard(self, for_op: loop.ForOp) -> bool:
+        """Drop the removable guards inside `for_op`; whether there were any."""
+        function = enclosing_function(for_op)
+        dims = Dims(function)
+        guards = [g for g in for_op.walk() if isinstance(g, scf.IfOp)]
+        past_end: list[loop.LoadOp] = []
+        removable = [g for g in guards
+                     if _removable(g, dims, past_end if self.grow else None)]
+        if past_end:
+            try:
+                grow = plan_growth(cast(func.FuncOp, function), past_end, "loop-unguard")
+            except PassFailedException:
+                removable = [g for g in removable if _removable(g, dims, None)]
+            else:
+                grow()
+        for guard in removable:
+            _inline(guard)
+        return bool(removable)

@@ -23,13 +23,18 @@ becomes the lane index: inside vector accesses it is replaced by its first value
   which becomes `vector.reduction <kind>, %v, %acc` (lowered in order, without
   reassociation: the lanes are combined in the loop's order, as the serial loop did);
 * loops (`loop.for`) and `scf.if` (with a lane-independent condition) nested in the
-  body stay, with their bodies vectorized.
+  body stay, with their bodies vectorized;
+* a bounds guard `scf.if (index(%j) < bound)` (no results; the index an `addi`/`muli`
+  of `%j` increasing with it, as a non-dividing `loop-split` makes it) becomes
+  `scf.if (index(last lane) < bound) { vectorized body } else { each lane's guarded
+  body, scalar }`: whole vectors, and the ragged last one lane by lane.
 
 Widths: W in 2, 4, 8, 16 (at most `lanes`, or 16) makes one `vector<W x T>`; any
-other W of at least 4 lanes that is a multiple of 4 makes copies of the vectorized
+other W of at least 2 makes copies of the vectorized
 body: W // `lanes` groups of `lanes` lanes (`%j` = 0, 16, 32, ... for 16) and the
 remainder peeled in narrower power-of-two groups (40 at 16 lanes: 16, 16, 8; 1000:
-62 x 16 and 8), as unroll then vectorize would. `lanes` is the target's vector width
+62 x 16 and 8), as unroll then vectorize would, and an odd last lane as the scalar
+body (7: 4, 2, 1). `lanes` is the target's vector width
 (0, the default: the machine model of the module's `xweave.target`; 8 with AVX2, 16
 with AVX-512). (LLVM splits a `vector<16xf32>` into two ymm registers itself on AVX2.)
 
@@ -55,6 +60,7 @@ from xdsl.dialects import arith, scf, vector
 from xdsl.dialects.builtin import (
     AnyFloat,
     IndexType,
+    IntegerAttr,
     IntegerType,
     ModuleOp,
     VectorType,
@@ -72,15 +78,16 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_utils import find_loops
+from xweave.passes.loop_simplify import enclosing_function
+from xweave.passes.loop_split import split_loop
+from xweave.passes.loop_utils import find_loops, fold_access_maps
 from xweave.target import machine_model, target_of
 
 SINGLE_WIDTHS = (2, 4, 8, 16)
 """Extents that become one vector of that many lanes."""
 
-TAIL_UNIT = 4
-"""Extents that are not a single width are vectorized if they are multiples of this
-(the narrowest tail group)."""
+SCALAR = 1
+"""The width of the last group of an odd extent: one lane, run as the scalar body."""
 
 
 def vector_groups(start: int, extent: int, lanes: int) -> list[tuple[int, int]] | None:
@@ -88,7 +95,7 @@ def vector_groups(start: int, extent: int, lanes: int) -> list[tuple[int, int]] 
     `start` at `lanes`-wide vectors, or None if it cannot be vectorized."""
     if extent in SINGLE_WIDTHS and extent <= max(lanes, 16):
         return [(start, extent)]
-    if extent % TAIL_UNIT:
+    if extent < 2:
         return None
     groups = [(start + g, lanes) for g in range(0, extent - extent % lanes, lanes)]
     first, rest = start + extent - extent % lanes, extent % lanes
@@ -96,6 +103,8 @@ def vector_groups(start: int, extent: int, lanes: int) -> list[tuple[int, int]] 
         while width < lanes and rest >= width:
             groups.append((first, width))
             first, rest = first + width, rest - width
+    if rest:
+        groups.append((first, 1))
     return groups
 
 _REDUCTION_KINDS: dict[type[Operation], vector.CombiningKindFlag] = {
@@ -128,15 +137,23 @@ class LoopVectorizePass(ModulePass):
     fma: bool = True
     lanes: int = 0
     """Lanes of a vector group (4, 8 or 16); 0: the module's target's vector width."""
+    split: int = 0
+    """With split=F: vectorize the loop F iterations at a time (it becomes `<loop>.outer`
+    around the vectorized `<loop>.inner`, the last, ragged step under a bounds guard),
+    or refuse, leaving it unsplit, if its body does not vectorize."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.lanes not in (0, 4, 8, 16):
             raise PassFailedException(f"loop-vectorize: lanes={self.lanes} (expected 4, 8 or 16)")
+        if self.split < 0:
+            raise PassFailedException(f"loop-vectorize: split={self.split} (expected at least 1)")
         lanes = self.lanes or machine_model(target_of(op)).lanes
         try:
             loops = find_loops(op, self.loop, self.kernel)
         except PassFailedException as e:
             raise PassFailedException(f"loop-vectorize: {e}") from None
+        if self.split:
+            loops = self._split(loops, lanes)
         plans = []
         for for_op in loops:  # analyse (and build) everything before changing anything
             plan = _Plan(for_op, self.fma, lanes)
@@ -163,6 +180,22 @@ class LoopVectorizePass(ModulePass):
             block.insert_ops_before(ops, plan.loop)
             plan.loop.detach()
             plan.loop.erase()
+
+
+    def _split(self, loops: list[loop.ForOp], lanes: int) -> list[loop.ForOp]:
+        """Split each loop by `split` once its body is known to vectorize; the inner loops."""
+        for for_op in loops:
+            try:
+                _Plan(for_op, self.fma, lanes).analyse()
+            except _Reject as e:
+                raise PassFailedException(
+                    f"loop-vectorize: cannot vectorize loop '{self.loop}': {e}") from None
+        inner = []
+        for for_op in loops:
+            function = enclosing_function(for_op)
+            inner.append(split_loop(for_op, self.split)[1])
+            fold_access_maps(function)
+        return inner
 
 
 def vectorize_conflict(for_op: loop.ForOp, lanes: int = 8) -> str | None:
@@ -277,6 +310,11 @@ class _Plan:
     """Combine op of a reduction -> position of its lane-dependent operand."""
     masks: dict[SSAValue, Operation] = field(default_factory=dict)
     """Lane-dependent conditions (i1 per lane: unsupported) -> the comparison making them."""
+    lane_index: dict[SSAValue, bool] = field(default_factory=dict)
+    """Index values computed from the loop variable (only for guards) -> whether they
+    increase with the lane."""
+    guards: dict[SSAValue, Operation] = field(default_factory=dict)
+    """Lane-dependent guard conditions `index(lane) < bound` -> the comparison."""
     created: list[Operation] = field(default_factory=list)
     hoisted: list[Operation] = field(default_factory=list)
     """Broadcasts of values defined outside the loop, placed before the vector body."""
@@ -298,13 +336,11 @@ class _Plan:
             raise _Reject(f"its step is {op.step.value.data} (only step 1 makes contiguous lanes)")
         extent = op.extent
         if vector_groups(0, extent, self.lanes) is None:
-            raise _Reject(
-                f"its extent {extent} is not a vector width "
-                f"({', '.join(map(str, SINGLE_WIDTHS))}, or a multiple of {TAIL_UNIT})"
-            )
+            raise _Reject(f"its extent {extent} holds no vector (at least 2 lanes)")
         if op.kind.data not in (loop.ForKind.SERIAL, loop.ForKind.VECTORIZED):
             raise _Reject(f"it is already {op.kind.data.value}")
         self._analyse_block(op.body.block)
+        self._check_lane_indices()
         for cmp in self.masks.values():  # a lane-dependent condition nobody rejected: unused
             raise _Reject(
                 f"{_describe(cmp)} compares lane-dependent values (per-lane i1 masks are "
@@ -332,10 +368,21 @@ class _Plan:
                 f"{_describe(self.masks[mask_in[0]])} compares lane-dependent values (per-lane "
                 f"i1 masks are not supported), used by {_describe(op)}"
             )
+        if isinstance(op, arith.CmpiOp) and self._guard(op):
+            self.guards[op.result] = op
+            return
+        if isinstance(op, arith.AndIOp) and any(v in self.guards for v in op.operands) and all(
+                v in self.guards or self._uniform(v) for v in op.operands):
+            self.guards[op.result] = op  # (row < M) && (column(lane) < N)
+            return
         if isinstance(op, arith.CmpfOp | arith.CmpiOp) and any(
-            v is iv or self._is_varying(v) for v in op.operands
+            v is iv or self._is_varying(v) or v in self.lane_index for v in op.operands
         ):
             self.masks[op.result] = op
+            return
+        if isinstance(op, arith.AddiOp | arith.MuliOp) and isinstance(op.result.type, IndexType) \
+                and any(v is iv or v in self.lane_index for v in op.operands):
+            self.lane_index[op.result] = self._increasing(op)
             return
         if isinstance(op, loop.YieldOp | scf.YieldOp):
             if any(v is iv for v in op.operands):
@@ -361,8 +408,13 @@ class _Plan:
         if isinstance(op, loop.ForOp):
             self._analyse_block(op.body.block)
             return
+        if isinstance(op, scf.IfOp) and op.cond in self.guards and not op.results:
+            for region in op.regions:
+                for block in region.blocks:
+                    self._analyse_block(block)
+            return
         if isinstance(op, scf.IfOp):
-            if op.cond is iv or self._is_varying(op.cond):
+            if op.cond is iv or self._is_varying(op.cond) or op.cond in self.guards:
                 raise _Reject(f"{_describe(op)} has a condition that depends on the loop variable")
             for region in op.regions:
                 for block in region.blocks:
@@ -415,6 +467,51 @@ class _Plan:
                     self.fused.add(producer)
                     self.fma_of[op] = producer
                     break
+
+    def _lane_increasing(self, value: SSAValue) -> bool:
+        return value is self.iv or self.lane_index.get(value, False)
+
+    def _uniform(self, value: SSAValue) -> bool:
+        return not (value is self.iv or value in self.lane_index or self._is_varying(value)
+                    or value in self.guards or value in self.masks)
+
+    def _increasing(self, op: Operation) -> bool:
+        """Whether an index `addi`/`muli` of the loop variable increases with the lane."""
+        a, b = op.operands
+        if isinstance(op, arith.AddiOp):
+            return all(self._lane_increasing(v) or self._uniform(v) for v in (a, b))
+        for x, c in ((a, b), (b, a)):
+            factor = c.owner
+            if (self._lane_increasing(x) and isinstance(factor, arith.ConstantOp)
+                    and isinstance(factor.value, IntegerAttr) and factor.value.value.data > 0):
+                return True
+        return False
+
+    def _guard(self, cmp: arith.CmpiOp) -> bool:
+        """`index(lane) < bound` with an index increasing with the lane: true for the
+        last lane of a group means true for all of them (a bounds guard of loop-split)."""
+        return (cmp.predicate.value.data in (2, 6)  # slt, ult
+                and self._lane_increasing(cmp.lhs) and self._uniform(cmp.rhs))
+
+    def _check_lane_indices(self) -> None:
+        """Index math on the loop variable only feeds guards (else it would need integer
+        vectors); guard conditions only guard `scf.if`s."""
+        for value in self.lane_index:
+            for use in value.uses:
+                if use.operation.results and (use.operation.results[0] in self.lane_index
+                                              or use.operation.results[0] in self.guards):
+                    continue
+                raise _Reject(
+                    f"{_describe(value.owner)} uses the loop variable (integer index math on "
+                    "it is not vectorized: fold it into the access maps)"
+                )
+        for value, cmp in self.guards.items():
+            if any(not isinstance(use.operation, scf.IfOp)
+                   and use.operation.results[0] not in self.guards for use in value.uses):
+                raise _Reject(
+                    f"{_describe(cmp)} compares lane-dependent values (per-lane i1 masks are "
+                    "not supported)"
+                )
 
     def _reduction(self, store: loop.StoreOp) -> bool:
         """`store` ends `%acc = load X[a]; %s = combine %acc, %v; store %s, X[a]`."""
@@ -481,14 +578,42 @@ class _Plan:
         """The ops replacing the loop (not inserted anywhere yet)."""
         ops: list[Operation] = []
         for first, lanes in self.groups():
-            _Builder(self, first, lanes).block(self.loop.body.block, ops)
+            if lanes == SCALAR:
+                self._scalar_body(first, ops)
+            else:
+                _Builder(self, first, lanes).block(self.loop.body.block, ops)
         return self.hoisted + ops
+
+    def _scalar_body(self, first: int, out: list[Operation]) -> None:
+        """The loop body for one value of its variable (a peeled odd lane)."""
+        lane = arith.ConstantOp(IntegerAttr(first, IndexType()))
+        self.created.append(lane)
+        out.append(lane)
+        mapper: dict[SSAValue, SSAValue] = {self.iv: lane.result}
+        for op in self.loop.body.block.ops:
+            if not isinstance(op, loop.YieldOp):
+                new = op.clone(value_mapper=mapper)
+                self.created.append(new)
+                out.append(new)
 
     def discard(self) -> None:
         """Drop the uses that built ops hold on the IR's values (after a failure)."""
         for op in self.created:
             op.drop_all_references()
         self.created.clear()
+
+
+def _defined_outside(op: Operation) -> list[SSAValue]:
+    """Values `op` or the ops nested in it use that are defined outside it."""
+    inside = {id(o) for o in op.walk()}
+    values: list[SSAValue] = []
+    for nested in op.walk():
+        for v in nested.operands:
+            owner = v.owner
+            parent = owner.parent_op() if isinstance(owner, Block) else owner
+            if (parent is None or id(parent) not in inside) and v not in values:
+                values.append(v)
+    return values
 
 
 def _single_use(value: SSAValue) -> bool:
@@ -596,6 +721,11 @@ class _Builder:
             new = loop.ForOp(op.lb, op.ub, op.step, op.kind, body, op.loop_name)
             self.new(new, out)
             return
+        if op.results and (op.results[0] in plan.lane_index or op.results[0] in plan.guards):
+            return  # index math of a guard: evaluated per lane where it is needed
+        if isinstance(op, scf.IfOp) and op.cond in plan.guards:
+            self.build_guarded(op, out)
+            return
         if isinstance(op, scf.IfOp):
             self.build_if(op, out)
             return
@@ -655,6 +785,48 @@ class _Builder:
         self.new(new, out)
         for old, value in zip(op.results, new.results):
             self.result(old, value)
+
+    def scalar(self, old: SSAValue, lane: int, cache: dict[SSAValue, SSAValue],
+               out: list[Operation]) -> SSAValue:
+        """The value of `old` in lane `lane` of this group (emitted into `out`)."""
+        plan = self.plan
+        if old in cache:
+            return cache[old]
+        if old is plan.iv:
+            new = self.new(arith.ConstantOp(IntegerAttr(self.first + lane, IndexType())), out).result
+        elif old in plan.lane_index or old in plan.guards:
+            op = old.owner
+            assert isinstance(op, Operation)
+            operands = [self.scalar(v, lane, cache, out) for v in op.operands]
+            new = self.new(op.clone(value_mapper=dict(zip(op.operands, operands))), out).results[0]
+        elif old in plan.varying:
+            new = self.new(vector.ExtractOp(self.get(old), [lane], old.type), out).results[0]
+        else:
+            new = self.get(old)
+        cache[old] = new
+        return new
+
+    def build_guarded(self, op: scf.IfOp, out: list[Operation]) -> None:
+        """A bounds guard on the lane (`index(lane) < bound`): if its last lane passes,
+        the whole group does (the vectorized body); else each lane runs the guarded
+        body on its own (scalar; the last, ragged tile of a split)."""
+        last_cache: dict[SSAValue, SSAValue] = {}
+        cond = self.scalar(op.cond, self.lanes - 1, last_cache, out)
+        whole: list[Operation] = []
+        self.caches.append((whole, {}))
+        for inner in op.true_region.block.ops:
+            if not isinstance(inner, scf.YieldOp):
+                self.op(inner, whole)
+        self.caches.pop()
+        whole.append(scf.YieldOp())
+        lanes: list[Operation] = []
+        outside = _defined_outside(op)
+        for lane in range(self.lanes):
+            cache: dict[SSAValue, SSAValue] = {}
+            mapper = {v: self.scalar(v, lane, cache, lanes) for v in outside}
+            self.new(op.clone(value_mapper=mapper), lanes)
+        lanes.append(scf.YieldOp())
+        self.new(scf.IfOp(cond, [], Region(Block(whole)), Region(Block(lanes))), out)
 
     def build_if(self, op: scf.IfOp, out: list[Operation]) -> None:
         plan = self.plan

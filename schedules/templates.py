@@ -100,6 +100,9 @@ for a ragged 4 x 16 (0.96); 7x7 (0.875 for 7 x 8) runs a ragged 4 x 16 15-35% fa
 RAGGED_MAX_EXTENT = 16
 """...and only over at most this many rows (7x7, 13x13): SqueezeNet's NCHW conv1
 (111 wide) ran 3.54 ms with a ragged 4 x 16 against 3.11 ms for 3 x 3 x 8."""
+RAGGED_FALLBACK = 0.6
+"""...unless the dividing blocks are this poor (a prime row count such as ViT's 197
+tokens divides only into 1-row tiles, which run a third of the FMA rate)."""
 ROW_BLOCK_L3_SHARE = 4
 """Below K blocking, the rows are blocked (m_block) when the row operand is bigger
 than L3 / this: a block of it is re-read from L3 by every column panel, instead of the
@@ -282,7 +285,9 @@ class BlockedReduction(Template):
         widest = max(width_knob(info).get("lanes", [info.machine.lanes]))
         unit = min(VECTOR_UNIT, widest)
         nv = [n for n in range(unit, 8 * widest + 1, unit)
-              if anchor.spatial[v][1] % n == 0] or [1]
+              if anchor.spatial[v][1] % n == 0]
+        if not nv:  # no vector divides the axis (197, 116, 58): a ragged last column tile
+            nv = [n for n in (unit, widest, 2 * widest) if n < 2 * anchor.spatial[v][1]]
         mu = list(range(1, min(16, anchor.spatial[u][1]) + 1))
         reduce = [n for n, _ in anchor.reduce]
         first = anchor.reduce[0][1] if anchor.reduce else 1
@@ -351,6 +356,7 @@ class BlockedReduction(Template):
         knobs = self.knobs(info)
         anchor = info.anchor
         extent = anchor.spatial[self._axes(anchor)[0]][1]
+        columns = anchor.spatial[self._axes(anchor)[1]][1]
         w = self._outer_rows_axis(anchor)
         outer_extent = anchor.spatial[w][1] if w is not None else 1
         lanes = info.machine.lanes
@@ -364,8 +370,8 @@ class BlockedReduction(Template):
             fmas, loads = outer * rows * vectors, outer * rows + vectors
             busy = min(1.0, fmas / loads, fmas / chains)
             lanes_used = cols / (vectors * lanes)
-            return (round(busy * used(extent, rows) * used(outer_extent, outer) * lanes_used, 2),
-                    outer * rows * cols)
+            return (round(busy * used(extent, rows) * used(outer_extent, outer) * lanes_used
+                          * used(columns, cols), 2), outer * rows * cols)
 
         def registers(rows: int, cols: int) -> int:
             vectors = vectors_in(cols, lanes)
@@ -382,7 +388,8 @@ class BlockedReduction(Template):
         rows_choices = knobs["tile_rows"]
         outer_choices = knobs["tile_rows_outer"]
         epilogue = _epilogue(info, anchor)[1] is not None
-        if epilogue and (extent > RAGGED_MAX_EXTENT or not self._ragged_rows_ok(info)):
+        ragged_ok = not epilogue or self._ragged_rows_ok(info)
+        if not ragged_ok:
             rows_choices = [r for r in rows_choices if extent % r == 0]
         # Rows of the outer axis too (a y x x block of pixels) only where they do
         # better than rows alone (14x14 images: 2x2x16 instead of 7x8); a ragged outer
@@ -395,7 +402,8 @@ class BlockedReduction(Template):
                    and (c > lanes or o * r <= MAX_NARROW_ROWS
                         or 2 * lanes not in knobs["tile_cols"])]
         dividing = [f for f in fitting if f[4]]
-        if epilogue and dividing and max(dividing)[0] >= RAGGED_BELOW:
+        if epilogue and dividing and (max(dividing)[0] >= RAGGED_BELOW or (
+                extent > RAGGED_MAX_EXTENT and max(dividing)[0] >= RAGGED_FALLBACK)):
             fitting = dividing
         *_, cols, rows, outer_rows = max(fitting) if fitting else (
             0, 0, 0, 0, True, knobs["tile_cols"][0], 1, 1)
@@ -469,7 +477,7 @@ class BlockedReduction(Template):
         # A ragged last row tile is guarded around the innermost body, so the tile
         # loops stay perfectly nested (reorder, unroll); LLVM hoists the guard.
         for d, size in zip(block, sizes):
-            ragged = {"guard": "innermost"} if d != v and tiled.extent(names[d]) % size else {}
+            ragged = {"guard": "innermost"} if tiled.extent(names[d]) % size else {}
             steps.append(step("loop-split", k, loop=names[d], factor=size, **ragged))
         column_packs = self._pack_plan(info, anchor, v, cols, config["parallel"])
         steps += [s for _, s in column_packs]
@@ -508,7 +516,7 @@ class BlockedReduction(Template):
         a_names = [n for n, _ in anchor.spatial]
         # A ragged last tile computes whole (past the end on the grown padded input, or
         # the packed rows); only its write-back and epilogue are guarded.
-        ragged = any(tiled.extent(names[d]) % size for d, size in zip(block, sizes) if d != v)
+        ragged = any(tiled.extent(names[d]) % size for d, size in zip(block, sizes))
         if output is None:
             steps.append(step("loop-cache-write", k, stage=anchor.name, at=at, order=order))
             write = [f"{anchor.name}_write.{names[d].split('.', 1)[1]}" for d in block]
@@ -517,6 +525,10 @@ class BlockedReduction(Template):
                               order=order, **({"overcompute": True} if ragged else {})))
             steps.append(step("loop-reorder", k, order=reduce_loops + [a_names[d] for d in block]))
             write = tile_inner
+        if output is None and reduce_loops and anchor.spatial[v][1] % cols:
+            # A ragged column tile reads padded panels: its reduction runs unguarded
+            # (before vectorizing, which would turn the guard into a lane-by-lane branch).
+            steps.append(step("loop-unguard", k, loop=reduce_loops[-1], grow=True))
         # The register block: the reduction's innermost tile loops.
         inner = tile_inner if output is None else [a_names[d] for d in block]
         steps += vectorize_tile(k, inner, sizes, lanes)
@@ -615,6 +627,8 @@ class BlockedReduction(Template):
             steps.append(step("loop-cache-write", k, stage=anchor.name, at=row_loops[-1],
                               order=layout))
             nests = ("init", "write")
+        if anchor.spatial[v][1] % cols:
+            steps.append(step("loop-unguard", k, loop=k_inner))
         steps += vectorize_tile(k, tile_inner, [rows, cols], lanes)
         for nest in nests:
             steps += vectorize_tile(k, [f"{anchor.name}_{nest}.{a}" for a in axes], [rows, cols], lanes)
@@ -729,6 +743,10 @@ class Injective(Template):
         k = info.name
         steps = [step("loop-inline", k, stage=s.name) for s in info.stages if not s.is_output]
         for out in [s for s in info.stages if s.is_output]:
+            if len(info.stages) > 1 and out.spatial:
+                # Inlined reshapes index through a flattened offset: `(c * 784 + x) mod 28`
+                # is `x` over the loop ranges (a channel shuffle becomes a row copy).
+                steps.append(step("loop-simplify-indices", k, loop=out.spatial[0][0]))
             steps += _outer_parallel_inner_vector(k, out, config, lanes_of(info, config))
         steps.append(step("loop-simplify", k))
         return steps
@@ -784,11 +802,46 @@ def _outer_parallel_inner_vector(k: str, stage: Stage, config: dict, lanes: int)
         steps.append(step("loop-split", k, loop=last, factor=chunk))
         steps.append(step("loop-vectorize", k, loop=f"{last}.inner", lanes=lanes))
         renamed[last] = f"{last}.outer"
+    elif config["vectorize"] and not stage.is_reduction and extent > lanes:
+        # No vector divides the axis (a row of 197): whole vectors and a ragged last one
+        # (loop-vectorize runs the lanes of the last, guarded one one by one).
+        chunk = lanes
+        steps.append(step("loop-vectorize", k, loop=last, lanes=lanes, split=chunk))
+        renamed[last] = f"{last}.outer"
+    elif config["vectorize"] and not stage.is_reduction and extent >= MIN_RAGGED_VECTOR:
+        steps.append(step("loop-vectorize", k, loop=last, lanes=lanes))  # 7: 4 + 2 + 1
+    if config["vectorize"] and stage.is_reduction and not _lanes_outside_reduction(stage, lanes):
+        steps += _row_reduction(k, stage, lanes)
     if config["parallel"]:
         # the nest as it is now: a split axis is its outer part, of fewer iterations
         steps += parallel_steps(k, [renamed.get(n, n) for n, _ in spatial],
                                 [-(-e // chunk) if n in renamed else e for n, e in spatial])
     return steps
+
+
+MIN_RAGGED_VECTOR = 4
+"""Extents from which an axis no vector divides is still vectorized (with a ragged
+last vector); and reductions of at least this many elements get partial sums per lane."""
+
+
+def _row_reduction(k: str, stage: Stage, lanes: int) -> list[str]:
+    """A reduction along the contiguous axis (a row's sum or max: softmax, LayerNorm):
+    one partial result per lane over the row, in vector registers (`loop-rfactor`, two
+    chains of `lanes` from four vectors on), then one horizontal reduction per row; a
+    row that no vector divides ends in a ragged, guarded vector."""
+    if len(stage.reduce) != 1 or stage.windowed:
+        return []
+    name, extent = stage.reduce[0]
+    if extent < MIN_RAGGED_VECTOR or any(
+            any(name in d for d in dims[:-1]) for _, dims in stage.reads):
+        return []
+    width = min(extent, 2 * lanes if extent >= 4 * lanes else lanes)
+    inner = f"{name}.inner"
+    return [step("loop-split", k, loop=name, factor=width),
+            step("loop-rfactor", k, loop=inner),
+            step("loop-vectorize", k, loop=inner, lanes=lanes),
+            step("loop-vectorize", k, loop=f"{inner}.rf_init", lanes=lanes),
+            step("loop-vectorize", k, loop=f"{inner}.rf", lanes=lanes)]
 
 
 def _lanes_outside_reduction(stage: Stage, lanes: int) -> bool:

@@ -50,8 +50,11 @@ def run_or_skip(module, **inputs):
     (24, 8, [(0, 8), (8, 8), (16, 8)]),
     (16, 8, [(0, 16)]),  # one vector<16xf32>, split by LLVM into two ymm on AVX2
     (12, 8, [(0, 8), (8, 4)]),
-    (6, 16, None),
-    (58, 16, None),
+    (6, 16, [(0, 4), (4, 2)]),
+    (58, 16, [(0, 16), (16, 16), (32, 16), (48, 8), (56, 2)]),
+    (197, 16, [*((g, 16) for g in range(0, 192, 16)), (192, 4), (196, 1)]),  # a scalar lane
+    (7, 8, [(0, 4), (4, 2), (6, 1)]),
+    (1, 16, None),
 ])
 def test_vector_groups_peel_the_remainder_as_narrower_vectors(extent, lanes, groups):
     assert vector_groups(0, extent, lanes) == groups

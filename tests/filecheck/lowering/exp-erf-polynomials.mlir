@@ -26,8 +26,13 @@ builtin.module {
 // CHECK-NEXT:    %[[N:[0-9]+]] = llvm.call_intrinsic "llvm.roundeven.v8f32"
 // CHECK-NEXT:    llvm.intr.fma(%[[N]]
 // CHECK-NEXT:    llvm.intr.fma(%[[N]]
-// CHECK-NEXT:    llvm.call_intrinsic "llvm.fptosi.sat.v8i32.v8f32"(%[[N]])
+// n as an integer without llvm.fptosi.sat (no x86 vector form): n + 1.5 * 2^23, its bits
+// minus those of 1.5 * 2^23
+// CHECK-NEXT:    llvm.fadd %[[N]], %{{.*}} : vector<8xf32>
+// CHECK-NEXT:    llvm.bitcast {{.*}} : vector<8xf32> to vector<8xi32>
+// CHECK-NEXT:    llvm.sub
 // CHECK-NEXT:    llvm.ashr
+// CHECK-NOT:     fptosi
 // the Taylor polynomial, then 2^n in two factors built in the exponent bits
 // CHECK-COUNT-7: llvm.intr.fma
 // CHECK-NEXT:    llvm.sub

@@ -72,8 +72,8 @@ func.func @errors(%A: memref<16x16xf32>, %x: memref<20xf32>, %y: memref<16xf32>,
     %w = func.call @f(%v) : (f32) -> f32
     loop.store %w, %y[%j] : memref<16xf32>
   }
-  // Extent 6: not a vector width.
-  loop.for "six.j" %j = 0 to 6 {
+  // Extent 1: no vector.
+  loop.for "six.j" %j = 0 to 1 {
     %v = loop.load %x[%j] : memref<20xf32>
     loop.store %v, %y[%j] : memref<16xf32>
   }
@@ -99,6 +99,6 @@ func.func private @f(f32) -> f32
 // DEP: loop-vectorize: cannot vectorize loop 'dep.j': lanes may depend on each other through %x: the body writes it ('loop.store') and accesses it at different addresses
 // RMW: loop-vectorize: cannot vectorize loop 'rmw.j': 'loop.store' writes %s at an address that does not depend on the loop variable, from a value read there: a read-modify-write that would run once instead of 8 times
 // CALL: loop-vectorize: cannot vectorize loop 'call.j': 'func.call' has memory effects (calls are not vectorized)
-// WIDTH: loop-vectorize: cannot vectorize loop 'six.j': its extent 6 is not a vector width (2, 4, 8, 16, or a multiple of 4)
+// WIDTH: loop-vectorize: cannot vectorize loop 'six.j': its extent 1 holds no vector (at least 2 lanes)
 // STEP: loop-vectorize: cannot vectorize loop 'step.j': its step is 2 (only step 1 makes contiguous lanes)
 // KIND: loop-vectorize: cannot vectorize loop 'par.j': it is already parallel

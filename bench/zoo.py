@@ -1,0 +1,86 @@
+"""The zoo of architectures against onnxruntime, 1 and 2 threads, with per-kernel
+profiles of the slowest ones.
+
+    python bench/zoo.py                              # every model of models.py, 1 and 2 threads
+    python bench/zoo.py --models vit,shufflenet_v2 --threads 1 --rounds 5
+    python bench/zoo.py --profile-below 0.8          # profiles of models under 0.8x
+    PYTHONPATH=/path/to/other/checkout python bench/zoo.py --label before
+
+Each model is timed as `model_e2e.py` times it (alternating rounds of xweave and
+onnxruntime, medians; one JSON record per model and thread count, `ratio` =
+onnxruntime ms / xweave ms), then a `zoo_geomean` record per thread count (geomean
+and lowest ratio). Models whose ratio is below --profile-below get a profiling build
+and a `zoo_profile` record of their --top kernels (ms per call, share, GFLOP/s).
+`--label` tags the summary and profile records: to compare two builds, run this script once per build
+(e.g. another checkout first on PYTHONPATH) and compare the ratios, each measured
+against onnxruntime in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from common import emit, log, machine, set_threads
+
+
+def profile_model(name: str, threads: int, top: int) -> dict:
+    """The `top` kernels of a profiling build of model `name` by time."""
+    import onnx
+
+    import models
+    import xweave
+    from xweave.runtime.threads import set_num_threads
+
+    path = models.model_path(name)
+    feeds = models.random_inputs(onnx.load(str(path), load_external_data=False))
+    module = xweave.build(path, profile=True)
+    set_num_threads(module, threads)
+    profile = module.profile(repeat=10, **feeds)
+    rows = sorted(profile.by_kernel(), key=lambda r: -r["ms"])[:top] if hasattr(
+        profile, "by_kernel") else None
+    if rows is None:  # the profile's table as text, one line per kernel
+        rows = [line for line in profile.table().splitlines() if line.strip()][:top + 40]
+    return {"bench": "zoo_profile", "model": name, "threads": threads, "kernels": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", help="comma-separated names (default: all of models.py)")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile-below", type=float, default=0.0,
+                        help="profile the models whose 1-thread ratio is below this")
+    parser.add_argument("--top", type=int, default=8, help="kernels per profile")
+    parser.add_argument("--label", default="", help="a tag for every record (e.g. before/after)")
+    args = parser.parse_args()
+    threads_list = [int(t) for t in args.threads.split(",")]
+    set_threads(max(threads_list))
+
+    import models
+    from model_e2e import bench_model
+
+    names = args.models.split(",") if args.models else list(models.MODELS)
+    log(f"machine: {machine()}")
+    ratios: dict[int, dict[str, float]] = {t: {} for t in threads_list}
+    for name in names:
+        for record in bench_model(name, threads_list, [True], args.repeat, rounds=args.rounds):
+            if "ratio" in record:
+                ratios[record["threads"]][name] = record["ratio"]
+    for threads, by_model in ratios.items():
+        if by_model:
+            values = list(by_model.values())
+            worst = min(by_model, key=by_model.get)
+            emit({"bench": "zoo_geomean", "label": args.label, "threads": threads,
+                  "models": len(values),
+                  "geomean": round(math.exp(sum(map(math.log, values)) / len(values)), 3),
+                  "min": round(by_model[worst], 3), "min_model": worst, **machine()})
+    slow = [n for n, r in ratios.get(threads_list[0], {}).items() if r < args.profile_below]
+    for name in slow:
+        emit({**profile_model(name, threads_list[0], args.top), "label": args.label})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
