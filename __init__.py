@@ -48,6 +48,6 @@ def build_kernel(name, inputs, outputs, schedule="default", target=None):
 
 def load_module(path):
     """Load a module written by `CompiledModule.export`, without recompiling."""
-    from xweave.runtime.module import load_module as _load
+    from xweave.runtime.load import load_module as _load
 
     return _load(path)

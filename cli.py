@@ -9,27 +9,23 @@ import sys
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from xweave.context import all_dialects
+from xweave.diagnostics import parse_ir
 from xweave.errors import XweaveError
+from xweave.registry import all_passes
 
 
 class XweaveOptMain(xDSLOptMain):
     """xdsl-opt with every xweave dialect and pass registered."""
 
     def register_all_dialects(self):
-        import xweave.dialects.graph  # noqa: F401  (installs the resource-blob store)
-
         super().register_all_dialects()
-        from xweave.dialects import get_all_dialects
-
-        for name, factory in get_all_dialects().items():
-            self.ctx.register_dialect(name, factory)
-        for acc in _plugin_accelerators():
-            if acc.dialect.name not in self.ctx.registered_dialect_names:
-                self.ctx.register_dialect(acc.dialect.name, lambda d=acc.dialect: d)
+        for name, factory in all_dialects().items():
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
 
     def register_all_frontends(self):
         super().register_all_frontends()
-        from xweave.diagnostics import parse_ir
 
         def parse_mlir(io):
             return parse_ir(self.ctx, io.read(), self.get_input_name(),
@@ -40,13 +36,8 @@ class XweaveOptMain(xDSLOptMain):
 
     def register_all_passes(self):
         super().register_all_passes()
-        from xweave.passes import get_all_passes
-
-        for name, factory in get_all_passes().items():
+        for name, factory in all_passes().items():
             self.register_pass(name, factory)
-        for acc in _plugin_accelerators():
-            for cls in acc.passes:
-                self.register_pass(cls.name, lambda c=cls: c)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
@@ -57,12 +48,6 @@ class XweaveOptMain(xDSLOptMain):
             help="import MODULE (a module name or a .py file) first, e.g. one that "
                  "registers an accelerator: its dialect and passes become available; "
                  "may be repeated")
-
-
-def _plugin_accelerators():
-    from xweave.accel.api import registered_accelerators
-
-    return registered_accelerators()
 
 
 def load_plugins(args: list[str]) -> list[str]:

@@ -58,6 +58,7 @@ from xweave.autotune.measure import (
 )
 from xweave.autotune.space import Point
 from xweave.errors import XweaveError
+from xweave.schedules.records import target_info
 
 RESOURCE_PREFIX = "target:"
 _LABEL = re.compile(r"^[A-Za-z0-9_.+\-:]+$")
@@ -216,8 +217,6 @@ def _measure_on_worker(task, build: BuildResult, options: dict,
                        simulated_delay: float = 0.0) -> MeasureResult:
     """On a worker: time one candidate in this worker's runner process (one at a time,
     whatever the worker's resources say)."""
-    from xweave.autotune.records import target_info
-
     with _run_lock:
         if getattr(task, "simulated", False):
             (result,) = SimulatedRunner(simulated_delay).run(task, [build])
@@ -429,8 +428,6 @@ class ClusterRunner(_ClusterClient):
                 f"(advertised: {', '.join(others) or 'none'}); start one with: "
                 f"python -m xweave.autotune.cluster worker {self.address} --target "
                 f"{self.target}")
-        from xweave.autotune.records import target_info
-
         try:
             self.target_info = self.client.run(target_info, workers=[next(iter(workers))])
             self.target_info = next(iter(self.target_info.values()))

@@ -64,9 +64,8 @@ import os
 import time
 
 from xweave.errors import XweaveError
+from xweave.runtime.abi import NUM_THREADS_GLOBAL
 
-NUM_THREADS_GLOBAL = "xweave_num_threads"
-"""The `i32` global of a compiled object holding its thread count (0: libgomp's default)."""
 
 NUM_THREADS_ENV = "XWEAVE_NUM_THREADS"
 """Environment variable giving the default thread count of loaded objects."""
