@@ -24,7 +24,7 @@ Modules: `space` (knobs, points), `task` (the Task protocol, templates), `featur
 extraction), `templates` (every template by name), `tune_model` (a whole model:
 `xweave tune`); `matmul_task` (a real task needing no schedule passes) and `synthetic`
 (tasks with known answers). The records files the tuner writes and the compiler reads
-are `schedules.records`; the best record per kernel, for compiling, `schedules.tuned`;
+are `xweave.records`; the best record per kernel, for compiling, `schedules.tuned`;
 workload keys, `schedules.workload`.
 """
 
@@ -79,14 +79,13 @@ from xweave.autotune.tune import (
     tune,
 )
 from xweave.autotune.tune_model import tune_model
-from xweave.schedules.records import (
+from xweave.records import (
     RecordWarning,
     RecordWriter,
     best_per_workload,
     load_records,
     pick_best,
 )
-from xweave.schedules.workload import kernel_key
 
 __all__ = [
     "TEMPLATES", "BuildResult", "Candidate", "GATuner", "GridTuner", "InlineRunner",
@@ -97,5 +96,5 @@ __all__ = [
     "TemplateTask", "TuneResult", "Tuner", "WrongAnswerError", "best_per_workload",
     "load_records", "make_task", "make_tuner", "measure_points", "pick_best", "plot_curves",
     "rank_labels", "register_template", "spearman", "split_candidates", "task_from_spec",
-    "tune", "ScheduleTask", "extract_tasks", "kernel_key", "tune_model",
+    "tune", "ScheduleTask", "extract_tasks", "tune_model",
 ]

@@ -58,7 +58,7 @@ from xweave.autotune.measure import (
 )
 from xweave.autotune.space import Point
 from xweave.errors import XweaveError
-from xweave.schedules.records import target_info
+from xweave.records import target_info
 
 RESOURCE_PREFIX = "target:"
 _LABEL = re.compile(r"^[A-Za-z0-9_.+\-:]+$")

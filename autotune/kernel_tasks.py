@@ -30,13 +30,12 @@ import base64
 import math
 import zlib
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from xweave.autotune.features import analyze
 from xweave.autotune.space import Point, Space
 from xweave.autotune.task import (
     InstantiationError,
@@ -45,16 +44,12 @@ from xweave.autotune.task import (
     _dtype_of,
     register_template,
 )
-from xweave.context import parse_module
-from xweave.dialects import loop
-from xweave.dialects.interpreters import interpret
-from xweave.driver import load_model
-from xweave.passes.loop_fold_packs import receive_packed_arguments
-from xweave.pipeline import CompileOptions, compile_kernel, lower
-from xweave.runtime.kernel import LoadedKernel
-from xweave.schedules import analyse, apply_steps, template_for
-from xweave.schedules.workload import kernel_key, kernel_text, num_outputs
-from xweave.target import as_target, target_of
+
+if TYPE_CHECKING:
+    from xweave.pipeline import CompileOptions
+
+# As in `task`, the compiler is imported inside the functions that use it, by design:
+# measurement workers import this module to unpickle tasks and run none of it.
 
 INTERPRETER_LIMIT = 2048
 """Kernels with at most this many loop-body iterations get their reference from the
@@ -105,6 +100,9 @@ class ScheduleTask(KernelTask):
     @classmethod
     def from_kernel(cls, kernel: func.FuncOp, weight: int = 1,
                     constants: Sequence[int] = ()) -> ScheduleTask:
+        from xweave.schedules.workload import kernel_key, kernel_text  # lazy: see the note above
+        from xweave.target import target_of
+
         # The key leaves the target out (the same kernel tuned for two targets is one
         # workload, its records told apart by their `target`); the task's module has it.
         task = cls(_pack(kernel_text(kernel, target=target_of(kernel))), kernel_key(kernel),
@@ -116,6 +114,8 @@ class ScheduleTask(KernelTask):
     def target(self) -> str:
         """The resolved target the kernel is compiled for (its module's `xweave.target`)."""
         if "target" not in self._cache:
+            from xweave.target import target_of  # lazy: see the note above
+
             self._cache["target"] = str(target_of(self.base_module()).resolve())
         return self._cache["target"]
 
@@ -127,6 +127,8 @@ class ScheduleTask(KernelTask):
 
     def base_module(self) -> ModuleOp:
         if "base" not in self._cache:
+            from xweave.context import parse_module  # lazy: see the note above
+
             self._cache["base"] = parse_module(_unpack(self.args["ir"]), self.workload_key)
         return self._cache["base"]
 
@@ -142,6 +144,8 @@ class ScheduleTask(KernelTask):
     def info(self):
         """The template's view of the kernel (`schedules.analysis.KernelInfo`)."""
         if "info" not in self._cache:
+            from xweave.schedules import analyse  # lazy: see the note above
+
             self._cache["info"] = analyse(self.base_kernel)
         return self._cache["info"]
 
@@ -149,6 +153,8 @@ class ScheduleTask(KernelTask):
     def schedule_template(self):
         """The schedule template of the kernel (`schedules.template_for`)."""
         if "template" not in self._cache:
+            from xweave.schedules import template_for  # lazy: see the note above
+
             self._cache["template"] = template_for(self.info)
         return self._cache["template"]
 
@@ -161,6 +167,8 @@ class ScheduleTask(KernelTask):
 
     @property
     def num_outputs(self) -> int:  # type: ignore[override]
+        from xweave.schedules.workload import num_outputs  # lazy: see the note above
+
         return num_outputs(self.base_kernel)
 
     @property
@@ -172,6 +180,8 @@ class ScheduleTask(KernelTask):
             if reductions:
                 flops = sum(2.0 * s.work for s in reductions)
             else:
+                from xweave.autotune.features import analyze  # lazy: see the note above
+
                 flops = analyze(self.base_kernel).flops
             self._cache["flops"] = float(flops) or float(
                 sum(s.work for s in self.info.stages) or 1)
@@ -219,6 +229,8 @@ class ScheduleTask(KernelTask):
         return ",".join(applied[point])
 
     def loop_ir(self, point: Point) -> ModuleOp:
+        from xweave.schedules import apply_steps  # lazy: see the note above
+
         point = tuple(point)
         module = self.base_module().clone()
         try:
@@ -232,6 +244,8 @@ class ScheduleTask(KernelTask):
             cache.clear()
         cache[point] = applied
         if self.args.get("constants"):
+            from xweave.passes.loop_fold_packs import receive_packed_arguments  # lazy
+
             prepacked = receive_packed_arguments(self.kernel(module), set(self.args["constants"]))
             self._cache.setdefault("prepacked", {})[point] = prepacked
         return module
@@ -267,6 +281,10 @@ class ScheduleTask(KernelTask):
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """The outputs of the unscheduled kernel."""
+        from xweave.dialects.interpreters import interpret  # lazy: see the note above
+        from xweave.pipeline import compile_kernel
+        from xweave.runtime.kernel import LoadedKernel
+
         outputs = [np.zeros(s, d) for s, d in self.output_specs()]
         iterations = sum(s.work for s in self.info.stages)
         if iterations <= INTERPRETER_LIMIT:
@@ -292,6 +310,10 @@ def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
     """The model lowered to the loop stage (unscheduled kernels), as `xweave.build` with
     `options` lowers it (their target, default: the default target; their fuse,
     layout and winograd choices)."""
+    from xweave.driver import load_model  # lazy: see the note above
+    from xweave.pipeline import CompileOptions, lower
+    from xweave.target import as_target
+
     options = options or CompileOptions()
     if options.target is None:
         options = options.replace(target=as_target(None))
@@ -301,6 +323,8 @@ def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
 def constant_arguments(module: ModuleOp) -> dict[str, set[int]]:
     """Kernel name -> the argument indices every call of it passes a constant for
     (a `loop.get_global` of a global with a value)."""
+    from xweave.dialects import loop  # lazy: see the note above
+
     valued = {g.sym_name.data for g in module.ops
               if isinstance(g, loop.GlobalOp) and g.initial_value is not None}
     found: dict[str, set[int]] = {}
@@ -338,6 +362,9 @@ def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
     (their call counts add up in `weight`). Reductions come first, then by
     `weight x flops`, most expensive first.
     """
+    from xweave.schedules import analyse  # lazy: see the note above
+    from xweave.schedules.workload import kernel_key
+
     if module is None:
         module = loop_stage(model, input_shapes, options)
     tasks: dict[str, ScheduleTask] = {}

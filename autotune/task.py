@@ -44,21 +44,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, ModuleOp
-from xdsl.passes import PassPipeline
+from typing import TYPE_CHECKING
 
-from xweave.autotune.features import itervar_features, kernel_of
+import numpy as np
+
 from xweave.autotune.space import Point, Space
-from xweave.context import make_context
-from xweave.lowering.te_to_loop import ConvertTeToLoopPass
-from xweave.passes.loop_pack import pack_array
-from xweave.pipeline import compile_kernel
-from xweave.registry import all_passes
-from xweave.runtime.jit import host_target_machine
-from xweave.runtime.kernel import LoadedKernel
-from xweave.schedules.records import WORKLOAD_KEYS
+from xweave.records import WORKLOAD_KEYS
+
+if TYPE_CHECKING:
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp
+
+# The compiler is imported inside the methods that use it, by design: a worker process
+# imports a task's module to unpickle the task, and only builds need the compiler
+# (`KernelTask.prepare` imports it once per worker, outside the timed builds).
 
 
 class InstantiationError(Exception):
@@ -144,6 +143,9 @@ class JitCandidate(Candidate):
         return state
 
     def setup(self) -> None:
+        from xweave.passes.loop_pack import pack_array  # lazy: see the note above
+        from xweave.runtime.kernel import LoadedKernel
+
         self._kernel = LoadedKernel(self.object_bytes, self.entry, len(self.arg_specs),
                                     self.params, getattr(self, "arena_bytes", 0))
         self._fn = self._kernel.function
@@ -315,6 +317,11 @@ class KernelTask(TemplateTask):
     def base_module(self) -> ModuleOp:
         """The unscheduled kernel at the loop stage: by default `te_kernel()` lowered by
         `convert-te-to-loop` (naive nests with loops named `<stage>.<axis>`)."""
+        from xdsl.dialects.builtin import ModuleOp  # lazy: see the note above
+
+        from xweave.context import make_context
+        from xweave.lowering.te_to_loop import ConvertTeToLoopPass
+
         module = ModuleOp([self.te_kernel()])
         ConvertTeToLoopPass().apply(make_context(), module)
         return module
@@ -323,6 +330,9 @@ class KernelTask(TemplateTask):
         """Create the JIT's target machine (called once in each fresh worker process,
         after unpickling the task imported the compiler, so that neither is counted
         against build or run timeouts)."""
+        import xweave.pipeline  # noqa: F401  (the compiler; lazy: see the note above)
+        from xweave.runtime.jit import host_target_machine
+
         host_target_machine("pic")
 
     def schedule(self, point: Point) -> str:
@@ -330,6 +340,11 @@ class KernelTask(TemplateTask):
 
     def loop_ir(self, point: Point) -> ModuleOp:
         """The scheduled loop-stage module of `point` (a fresh module)."""
+        from xdsl.passes import PassPipeline  # lazy: see the note above
+
+        from xweave.context import make_context
+        from xweave.registry import all_passes
+
         if "base" not in self._cache:
             self._cache["base"] = self.base_module()
         module = self._cache["base"].clone()
@@ -343,9 +358,14 @@ class KernelTask(TemplateTask):
         return module
 
     def kernel(self, module: ModuleOp) -> func.FuncOp:
+        from xweave.autotune.features import kernel_of  # lazy: see the note above
+
         return kernel_of(module)
 
     def build(self, point: Point) -> JitCandidate:
+        from xweave.autotune.features import itervar_features  # lazy: see the note above
+        from xweave.pipeline import compile_kernel
+
         self.space.check_point(point)
         if not self.space.is_valid(point):
             raise InstantiationError(f"point {tuple(point)} violates the space's constraints")
@@ -381,10 +401,19 @@ class KernelTask(TemplateTask):
 
     def features(self, point: Point) -> np.ndarray:
         """Itervar features of the scheduled kernel (see `autotune/FEATURES.md`)."""
+        from xweave.autotune.features import itervar_features  # lazy: see the note above
+
         return itervar_features(self.loop_ir(point))
 
 
 def _dtype_of(element_type) -> str:
+    from xdsl.dialects.builtin import (  # lazy: see the note above
+        Float16Type,
+        Float32Type,
+        Float64Type,
+        IntegerType,
+    )
+
     if isinstance(element_type, Float32Type):
         return "float32"
     if isinstance(element_type, Float64Type):

@@ -35,7 +35,7 @@ from xweave.autotune.measure import (
     MeasureResult,
     SimulatedRunner,
 )
-from xweave.schedules.records import (
+from xweave.records import (
     RecordWriter,
     _jsonable,
     is_ok,

@@ -8,7 +8,7 @@ module = xweave.build("model.onnx", tuning_records="model.jsonl")
 
 This is what `xweave tune MODEL` runs. Each task first measures its default schedule
 (a `baseline` record: compiling with the records uses a tuned schedule only where it
-beat that measurement by `schedules.tuned.MIN_GAIN`), then `trials` points in total per task.
+beat that measurement by `records.MIN_GAIN`), then `trials` points in total per task.
 The records file is appended to and resumed from: running the same command again
 after an interruption measures only what is missing.
 
@@ -31,7 +31,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,11 +39,9 @@ from xweave.autotune.kernel_tasks import extract_tasks
 from xweave.autotune.measure import LocalBuilder, LocalRunner
 from xweave.autotune.search import TUNERS
 from xweave.autotune.tune import plot_curves, tune
-from xweave.driver import build
 from xweave.errors import XweaveError
-from xweave.pipeline import CompileOptions, offload_target
-from xweave.runtime.threads import NUM_THREADS_ENV, check_num_threads
-from xweave.schedules.records import (
+from xweave.records import (
+    MIN_GAIN,
     MODEL_CHECK,
     RecordWarning,
     RecordWriter,
@@ -56,8 +54,14 @@ from xweave.schedules.records import (
     task_target,
     xweave_version,
 )
-from xweave.schedules.tuned import MIN_GAIN, tuned_schedules
+from xweave.runtime.threads import NUM_THREADS_ENV, check_num_threads
 from xweave.target import as_target
+
+if TYPE_CHECKING:
+    from xweave.pipeline import CompileOptions
+
+# The compiler is imported inside the functions that compile, by design: measurement
+# workers import `xweave.autotune` (this module too) and compile nothing.
 
 RUNNERS = ("local", "cluster")
 
@@ -143,6 +147,8 @@ def tune_model(
     this machine's label).
     """
     log = log or (lambda text: print(text, file=sys.stderr))
+    from xweave.pipeline import CompileOptions, offload_target  # lazy: see the note above
+
     target = as_target(target)
     if not target.is_cpu:
         try:
@@ -218,6 +224,10 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
     default schedule and append a `model_check` record per tuned workload; returns
     workload key -> (tuned ms, default ms), summed over the kernel's calls (medians of
     `rounds` alternating profiles of `repeat` runs each)."""
+    from xweave.driver import build  # lazy: see the note above
+    from xweave.pipeline import CompileOptions
+    from xweave.schedules.tuned import tuned_schedules
+
     options = options or CompileOptions()
     target = str(options.target) if options.target is not None else None
     log = log or (lambda text: print(text, file=sys.stderr))

@@ -30,7 +30,8 @@ from xdsl.dialects import func
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from xweave.errors import XweaveError
-from xweave.schedules.records import (
+from xweave.records import (
+    MIN_GAIN,
     RecordWarning,
     best_per_workload,
     load_model_checks,
@@ -40,11 +41,6 @@ from xweave.schedules.records import (
     target_info,
 )
 from xweave.schedules.workload import kernel_key, retarget, split_pipeline
-
-
-MIN_GAIN = 0.03
-"""How much faster (relative) than the measured default schedule a tuned record must be
-to replace it."""
 
 
 class TuningRecordsError(XweaveError):

@@ -16,7 +16,7 @@ import xweave
 from xweave.autotune import InlineRunner, LocalBuilder, load_records, tune
 from xweave.schedules.tuned import TunedSchedules, TuningRecordsError
 from xweave.autotune.kernel_tasks import extract_tasks, loop_stage, model_kernels
-from xweave.schedules.records import RecordWarning
+from xweave.records import RecordWarning
 from xweave.autotune.task import WrongAnswerError
 from xweave.dialects.interpreters.graph import conv2d as conv2d_reference
 from xweave.layout import transform_array
@@ -195,7 +195,7 @@ def test_tiny_kernels_are_checked_with_the_loop_interpreter(tmp_path):
 
 
 def _record(task, point, gflops, error_no=0):
-    from xweave.schedules.records import target_info
+    from xweave.records import target_info
 
     return {"workload": task.workload_key, "task": task.spec(), "target": target_info(),
             "schedule": task.schedule(point), "point": list(point), "config": {},
@@ -281,7 +281,7 @@ def test_a_tuned_schedule_must_beat_the_measured_default_by_min_gain(model, tmp_
 
 @pytest.mark.parametrize("tuned_ms, applied", [(0.99, False), (0.95, True)])
 def test_the_model_check_has_the_last_word(model, tmp_path, tuned_ms, applied):
-    from xweave.schedules.records import MODEL_CHECK, load_model_checks
+    from xweave.records import MODEL_CHECK, load_model_checks
 
     task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
     default = {**_record(task, task.default_point(), 10.0), "baseline": True}
@@ -303,7 +303,7 @@ def test_the_model_check_has_the_last_word(model, tmp_path, tuned_ms, applied):
 
 
 def test_check_in_model_times_the_tuned_kernels_inside_the_model(model, tmp_path):
-    from xweave.schedules.records import load_model_checks
+    from xweave.records import load_model_checks
     from xweave.autotune.tune_model import check_in_model
 
     task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))

@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xweave
-from xweave.schedules.records import (
+from xweave.records import (
     MODEL_CHECK,
     RecordWarning,
     RecordWriter,

@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 from xweave.autotune.kernel_tasks import extract_tasks
-from xweave.schedules.records import make_record, record_target, target_info
+from xweave.records import make_record, record_target, target_info
 from xweave.passes.graph_alter_layout import tail_blocks
 from xweave.pipeline import CompileOptions
 from xweave.passes.loop_vectorize import vector_groups

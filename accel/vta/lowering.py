@@ -187,7 +187,10 @@ class VTAProgramBuilder:
                 insns.append(isa.FinishOp(deps=deps))
             else:
                 insns.append(rec.kind(**rec.args, deps=deps))
-        return isa.ProgramOp(insns, self.segment or None, sym_name=name)
+        program = isa.ProgramOp(insns, self.segment or None, sym_name=name)
+        if self.config != DEFAULT:  # the verifiers check the fields against it
+            program.attributes[isa.CONFIG_ATTR] = isa.config_attr(self.config)
+        return program
 
 
 def _sync_args(mem: str) -> dict[str, Any]:

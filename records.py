@@ -46,6 +46,10 @@ from xweave.target import CPUS, TargetError, _host_cpu, as_target
 
 RECORD_VERSION = 1
 
+MIN_GAIN = 0.03
+"""How much faster (relative) than the measured default schedule a tuned record must be
+to replace it."""
+
 
 class RecordWarning(UserWarning):
     """A line of a records file was skipped."""
