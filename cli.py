@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import os
 import re
 import sys
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from xweave import commands
 from xweave.context import all_dialects
 from xweave.diagnostics import parse_ir
 from xweave.errors import XweaveError
@@ -54,10 +58,6 @@ def load_plugins(args: list[str]) -> list[str]:
     """Import the plugins named by `--load-plugin P` / `--load-plugin=P` in `args`
     (P: a module importable from the working directory or PYTHONPATH, as `python -m`
     finds it, or the path of a .py file); returns the other arguments."""
-    import importlib
-    import importlib.util
-    import os
-
     rest, plugins = [], []
     it = iter(args)
     for arg in it:
@@ -129,8 +129,6 @@ def opt_main(args: list[str] | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of `xweave`."""
-    from xweave import commands
-
     parser = argparse.ArgumentParser(prog="xweave", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     commands.register(sub)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+import xweave
 from xweave.errors import InputError, XweaveError
 
 
@@ -53,8 +54,6 @@ def plain_warnings() -> Iterator[None]:
 
 
 def _compile(args: argparse.Namespace) -> None:
-    import xweave
-
     with plain_warnings():
         module = xweave.build(args.model,
                               input_shapes=parse_input_shapes(args.input_shapes),
@@ -78,8 +77,6 @@ def _build_options(args: argparse.Namespace) -> dict:
 
 
 def _load_for_run(path: str, input_shapes, profile: bool = False, options: dict | None = None):
-    import xweave
-
     if Path(path).suffix in (".onnx", ".mlir"):
         return xweave.build(path, input_shapes=input_shapes, profile=profile, **(options or {}))
     return xweave.load_module(path)
@@ -172,7 +169,7 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _tune(args: argparse.Namespace) -> None:
-    from xweave.autotune.tune_model import plot_records, tune_model
+    from xweave.autotune.tune_model import plot_records, tune_model  # lazy: only `tune` loads the tuner
 
     with plain_warnings():
         if args.plot:

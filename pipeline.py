@@ -229,8 +229,8 @@ def lower(
     after every stage, e.g. to dump the IR or to interpret a stage and compare it with
     the one before.
 
-    A pass that fails unexpectedly (anything but an `XweaveError`, which the input
-    causes) raises `InternalCompilerError` naming the stage, the pass and the kernel,
+    A pass that fails unexpectedly (anything but an `XweaveError` or an `OSError`, which
+    the input causes: a calibration or records file that cannot be read) raises `InternalCompilerError` naming the stage, the pass and the kernel,
     after writing a reproducer: the IR before that pass, replayed by the `xweave-opt`
     command the message gives (see `write_reproducer`).
     """
@@ -249,7 +249,7 @@ def lower(
                 pass_.apply(ctx, module)
                 if index == len(stage.passes) - 1:
                     module.verify()
-            except XweaveError:
+            except (XweaveError, OSError):  # the input's fault (an OSError: a file it names)
                 raise
             except Exception as e:
                 raise _crash(original, selected[:number] + [Stage(stage.name, stage.passes[:index])],

@@ -36,6 +36,7 @@ tune(task, builder=ClusterBuilder("tcp://HEAD:8786"),
 
 from __future__ import annotations
 
+import argparse
 import functools
 import multiprocessing
 import os
@@ -47,6 +48,8 @@ import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
+
+import llvmlite.binding as llvm
 
 from xweave.autotune.measure import (
     BuildResult,
@@ -69,7 +72,7 @@ class ClusterError(XweaveError):
 
 
 def _import_distributed():
-    try:
+    try:  # lazy by design: the optional `distributed`
         import distributed
     except ImportError:
         raise ClusterError("tuning on a cluster needs Dask distributed: "
@@ -89,8 +92,6 @@ _KEY_FEATURES = (("avx512f", "avx512"), ("avx2", "avx2"), ("avx", "avx"),
 @functools.cache
 def default_target_label() -> str:
     """This host's label: `llvm-<LLVM CPU name>[-<widest vector extension>]`."""
-    import llvmlite.binding as llvm
-
     cpu = llvm.get_host_cpu_name() or "generic"
     try:
         enabled = {k for k, v in llvm.get_host_cpu_features().items() if v}
@@ -160,7 +161,7 @@ def start_scheduler(host: str = "127.0.0.1", port: int = 0, allowed_failures: in
     """A scheduler in this process (tests, benchmarks, a one-machine farm); returns a
     `distributed.LocalCluster` without workers (`.scheduler_address`, `.close()`)."""
     distributed = _import_distributed()
-    import dask
+    import dask  # lazy by design: comes with the optional `distributed`
 
     with dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures}):
         # no dashboard; its HTTP server (health, metrics) listens on `host` only
@@ -187,7 +188,7 @@ def _check_worker_process() -> None:
 
 
 def _worker_address() -> str:
-    try:
+    try:  # lazy by design: the optional `distributed`
         from distributed import get_worker
 
         return get_worker().address
@@ -471,7 +472,6 @@ class ClusterRunner(_ClusterClient):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
 
     parser = argparse.ArgumentParser(prog="python -m xweave.autotune.cluster",
                                      description="Run a Dask scheduler or worker for tuning.")

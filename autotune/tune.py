@@ -106,7 +106,7 @@ class _Progress:
         if not enabled:
             return
         try:
-            from tqdm import tqdm  # type: ignore[import-not-found]
+            from tqdm import tqdm  # type: ignore[import-not-found]  # lazy: optional
 
             self._bar = tqdm(total=total, initial=initial, desc=label, file=sys.stderr)
         except ImportError:
@@ -376,7 +376,7 @@ def plot_curves(sources: str | os.PathLike | Iterable[Any], out_png: str | os.Pa
 
     `sources`: a records path, a list of paths, or records. Returns the curves.
     """
-    import matplotlib
+    import matplotlib  # lazy by design: plots need the optional matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt

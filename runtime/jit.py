@@ -36,6 +36,7 @@ import ctypes.util
 import functools
 import json
 import os
+import platform
 import struct
 import threading
 from collections.abc import Mapping, Sequence
@@ -381,7 +382,6 @@ def _undefined_symbols(data: bytes) -> list[str]:
 
 
 def _elf_undefined(data: bytes) -> list[str]:
-    import platform
 
     machine = struct.unpack_from("<H", data, 0x12)[0]
     expected = _ELF_MACHINES.get(platform.machine())

@@ -60,6 +60,7 @@ every core.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 
@@ -140,8 +141,6 @@ def set_num_threads(target, n: int) -> None:
     engine = _engine_of(target)
     address = engine.address(NUM_THREADS_GLOBAL)
     if address:
-        import ctypes
-
         ctypes.c_int32.from_address(address).value = n
     engine._num_threads = n
 
@@ -154,8 +153,6 @@ def get_num_threads(target) -> int:
         return engine._num_threads
     address = engine.address(NUM_THREADS_GLOBAL)
     if address:
-        import ctypes
-
         return ctypes.c_int32.from_address(address).value
     return getattr(engine, "_num_threads", 1)
 
