@@ -3,41 +3,39 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
+import importlib.util
+import io
+import os
 import re
 import sys
+import textwrap
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from xweave import __version__, commands
+from xweave.context import all_dialects
+from xweave.diagnostics import check_diagnostic, expected_diagnostics, parse_ir
 from xweave.errors import XweaveError
-
-
-def _xweave_version() -> str:
-    from xweave import __version__
-
-    return __version__
+from xweave.lowering.llvm_codegen import translate_to_llvm_ir
+from xweave.registry import all_passes
 
 
 class XweaveOptMain(xDSLOptMain):
     """xdsl-opt with every xweave dialect and pass registered."""
 
-    version_format = f"xweave-opt {_xweave_version()} (xdsl {{xdsl_version}})"
+    version_format = f"xweave-opt {__version__} (xdsl {{xdsl_version}})"
 
     def register_all_dialects(self):
-        import xweave.dialects.graph  # noqa: F401  (installs the resource-blob store)
-
         super().register_all_dialects()
-        from xweave.dialects import get_all_dialects
-
-        for name, factory in get_all_dialects().items():
-            self.ctx.register_dialect(name, factory)
-        for acc in _plugin_accelerators():
-            if acc.dialect.name not in self.ctx.registered_dialect_names:
-                self.ctx.register_dialect(acc.dialect.name, lambda d=acc.dialect: d)
+        for name, factory in all_dialects().items():
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
 
     def register_all_frontends(self):
         super().register_all_frontends()
-        from xweave.diagnostics import parse_ir
 
         def parse_mlir(io):
             return parse_ir(self.ctx, io.read(), self.get_input_name(),
@@ -58,8 +56,6 @@ class XweaveOptMain(xDSLOptMain):
         super().register_all_targets()
 
         def llvm_ir(module, output):
-            from xweave.runtime.jit import translate_to_llvm_ir
-
             output.write(translate_to_llvm_ir(module))
 
         self.available_targets["llvm"] = llvm_ir
@@ -72,11 +68,6 @@ class XweaveOptMain(xDSLOptMain):
         for filecheck, as xdsl-opt does."""
         if not self.args.verify_diagnostics:
             return super().run()
-        import dataclasses
-        import io
-
-        from xweave.diagnostics import check_diagnostic, expected_diagnostics
-
         chunks, file_extension = self.prepare_input()
         texts = []
         for chunk, offset in chunks:
@@ -119,13 +110,8 @@ class XweaveOptMain(xDSLOptMain):
 
     def register_all_passes(self):
         super().register_all_passes()
-        from xweave.passes import get_all_passes
-
-        for name, factory in get_all_passes().items():
+        for name, factory in all_passes().items():
             self.register_pass(name, factory)
-        for acc in _plugin_accelerators():
-            for cls in acc.passes:
-                self.register_pass(cls.name, lambda c=cls: c)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
@@ -147,13 +133,8 @@ class XweaveOptMain(xDSLOptMain):
 
 def _passes_help() -> str:
     """xweave's passes, one line each (the docstring's first sentence), and their options."""
-    import dataclasses
-    import textwrap
-
-    from xweave.passes import get_all_passes
-
     lines = ["xweave passes (-p NAME{option=value ...}):"]
-    for name, factory in sorted(get_all_passes().items()):
+    for name, factory in sorted(all_passes().items()):
         cls = factory()
         doc = " ".join((cls.__doc__ or "").split())
         summary = doc.split(". ")[0].rstrip(".")
@@ -167,8 +148,6 @@ def _passes_help() -> str:
 
 
 def _default(field) -> str:
-    import dataclasses
-
     if field.default is not dataclasses.MISSING:
         return "none" if field.default is None else str(field.default).lower() \
             if isinstance(field.default, bool) else str(field.default)
@@ -177,20 +156,10 @@ def _default(field) -> str:
     return "(required)"
 
 
-def _plugin_accelerators():
-    from xweave.accel.api import registered_accelerators
-
-    return registered_accelerators()
-
-
 def load_plugins(args: list[str]) -> list[str]:
     """Import the plugins named by `--load-plugin P` / `--load-plugin=P` in `args`
     (P: a module importable from the working directory or PYTHONPATH, as `python -m`
     finds it, or the path of a .py file); returns the other arguments."""
-    import importlib
-    import importlib.util
-    import os
-
     rest, plugins = [], []
     it = iter(args)
     for arg in it:
@@ -262,10 +231,6 @@ def opt_main(args: list[str] | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of `xweave`."""
-    from xweave import commands
-
-    from xweave import __version__
-
     parser = argparse.ArgumentParser(prog="xweave", description=__doc__)
     parser.add_argument("--version", action="version", version=f"xweave {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

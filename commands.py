@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+import xweave
 from xweave.errors import InputError, XweaveError
 
 
@@ -29,11 +34,26 @@ def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]] | None:
     return shapes
 
 
+@contextlib.contextmanager
+def plain_warnings() -> Iterator[None]:
+    """Show warnings as one `warning: ...` line on stderr (no source line), each text
+    once (a records file is read once per task: a bad line is still one warning)."""
+    original = warnings.showwarning
+    shown: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if str(message) not in shown:
+            shown.add(str(message))
+            print(f"warning: {message}", file=file or sys.stderr)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
+
+
 def _compile(args: argparse.Namespace) -> None:
-    import xweave
-
-    from xweave.autotune.tune_model import plain_warnings
-
     with plain_warnings():
         module = xweave.build(args.model,
                               input_shapes=parse_input_shapes(args.input_shapes),
@@ -60,8 +80,6 @@ def _build_options(args: argparse.Namespace) -> dict:
 
 
 def _load_for_run(path: str, input_shapes, profile: bool = False, options: dict | None = None):
-    import xweave
-
     options = dict(options or {})
     if Path(path).suffix in (".onnx", ".mlir"):
         return xweave.build(path, input_shapes=input_shapes, profile=profile, **options)
@@ -155,7 +173,7 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _tune(args: argparse.Namespace) -> None:
-    from xweave.autotune.tune_model import plain_warnings, plot_records, tune_model
+    from xweave.autotune.tune_model import plot_records, tune_model  # lazy: only `tune` loads the tuner
 
     with plain_warnings():
         if args.plot:
@@ -174,11 +192,16 @@ def _tune(args: argparse.Namespace) -> None:
                              runner=args.runner, address=args.address,
                              target_label=args.target_label,
                              builders=args.builders, timeout=args.timeout,
-                             max_tasks=args.max_tasks, transfer=args.transfer)
+                             max_tasks=args.max_tasks, transfer=args.transfer,
+                             fuse=not args.no_fuse, layout=args.layout == "nchwc",
+                             **({} if args.winograd is None else {"winograd": args.winograd}))
     print(f"tuned {len(results)} kernel(s); records in {args.output}")
     for r in results:
         print(f"  {r.workload}: best {r.best_gflops:.2f} GFLOP/s")
-    print(f"compile with: xweave compile {args.model} --tuning-records {args.output} -o MODULE")
+    same = " ".join(f for f, on in (("--no-fuse", args.no_fuse), ("--layout nchw", args.layout == "nchw"),
+                                    ("--no-winograd", args.winograd is False)) if on)
+    print(f"compile with: xweave compile {args.model} --tuning-records {args.output} "
+          f"{same + ' ' if same else ''}-o MODULE")
 
 
 TARGET_HELP = ("what to generate code for: 'llvm' (this CPU), 'llvm -mcpu=NAME "
@@ -186,6 +209,17 @@ TARGET_HELP = ("what to generate code for: 'llvm' (this CPU), 'llvm -mcpu=NAME "
                "(default: $XWEAVE_TARGET, else this CPU)")
 WINOGRAD_HELP = ("compute large 3x3 stride-1 convs on channel-blocked data as Winograd "
                  "F(4x4, 3x3) (the winograd stage; default: on)")
+
+
+def _add_pipeline_options(p: argparse.ArgumentParser, why: str = "") -> None:
+    """--no-fuse, --layout, --winograd: the pipeline's choices (`pipeline.CompileOptions`)."""
+    p.add_argument("--no-fuse", action="store_true",
+                   help="turn operator fusion off: one kernel per graph op" + why)
+    p.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
+                   help="data layout of convolutions: nchwc runs them on channel-blocked "
+                   "NCHW16c data where a conv feeds another (default); nchw keeps NCHW" + why)
+    p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
+                   help=WINOGRAD_HELP + why)
 
 
 def register(sub) -> None:
@@ -198,13 +232,7 @@ def register(sub) -> None:
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
     p.add_argument("--profile", action="store_true",
                    help="a profiling build: `xweave run --profile` times each kernel call")
-    p.add_argument("--no-fuse", action="store_true",
-                   help="turn operator fusion off: one kernel per graph op")
-    p.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
-                   help="data layout of convolutions: nchwc runs them on channel-blocked "
-                   "NCHW16c data where a conv feeds another (default); nchw keeps NCHW")
-    p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
-                   help=WINOGRAD_HELP)
+    _add_pipeline_options(p)
     p.add_argument("--tuning-records", metavar="FILE",
                    help="records of `xweave tune`: each kernel gets its best recorded schedule "
                    "for the target")
@@ -244,6 +272,7 @@ def register(sub) -> None:
     p.add_argument("--transfer", action="store_true",
                    help="warm-start the cost model with the file's records of other kernels")
     p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
+    _add_pipeline_options(p, " (tune the kernels a build with the same options compiles)")
     p.add_argument("--plot", nargs="+", metavar="RECORDS",
                    help="draw best GFLOP/s vs. trials per tuner from records files into -o")
     p.set_defaults(func=_tune)

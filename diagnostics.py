@@ -7,6 +7,7 @@ import struct
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -98,8 +99,6 @@ def format_location(op: Operation) -> str:
 def _op_problem(op: Operation) -> str | None:
     """What xDSL's verifiers let through but its printer or LLVM translation cannot
     take, or None."""
-    from xdsl.dialects import llvm
-
     if isinstance(op, llvm.GEPOp):
         dynamic = sum(1 for i in op.rawConstantIndices.iter_values()
                       if i == llvm.GEP_USE_SSA_VAL)

@@ -7,24 +7,27 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
+from xweave.context import parse_module
 from xweave.errors import XweaveError
-from xweave.target import Target, as_target, set_target
+from xweave.frontend.onnx import load_onnx
+from xweave.pipeline import CompileOptions, compile_model, offload_target
+from xweave.runtime.hetero import CpuStep, HeteroModule
+from xweave.runtime.module import CompiledModule
+from xweave.runtime.threads import check_num_threads, set_num_threads
+from xweave.schedules.tuned import tuned_schedules
+from xweave.target import Target, as_target
 
-ACCELERATORS = ("vta",)
-"""Target kinds that offload to an accelerator (the rest of the model runs on the CPU)."""
 
-
-def _as_graph_module(module_or_path, input_shapes=None) -> ModuleOp:
+def load_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
+               ) -> ModuleOp:
+    """The graph-dialect module of a model: a copy of a `ModuleOp`, a `.mlir` file of the
+    graph stage, or an ONNX file or `onnx.ModelProto` (imported)."""
     if isinstance(module_or_path, ModuleOp):
         return module_or_path.clone()
     if isinstance(module_or_path, (str, os.PathLike)):
         path = Path(module_or_path)
         if path.suffix == ".mlir":
-            from xweave.context import parse_module
-
             return parse_module(path.read_bytes(), str(path))
-    from xweave.frontend.onnx import load_onnx
-
     return load_onnx(module_or_path, input_shapes=input_shapes)
 
 
@@ -43,14 +46,14 @@ def build(
     calibration=None,
     profile: bool = False,
     **target_options,
-):
+) -> CompiledModule | HeteroModule:
     """Compile a model for `target` and load it, ready to `run`.
 
     `target` is a CPU target as tvmc writes it (`"llvm"`: this host; `"llvm
     -mcpu=znver3"`, `"llvm -mcpu=znver4 -mattr=-avx512f"`: another CPU, see
     `xweave.target`; default: `XWEAVE_TARGET`, else the host) or an accelerator
-    (`"vta"`). Code for a CPU that lacks some of this host's features can be exported
-    but not run here.
+    registered as a target (`"vta"`; see `pipeline.OffloadTarget`). Code for a CPU that
+    lacks some of this host's features can be exported but not run here.
 
     `module_or_path` is a graph-dialect `ModuleOp`, an ONNX file or `onnx.ModelProto`,
     or a `.mlir` file of the graph stage. `dump_ir=DIR` writes every stage of the
@@ -69,67 +72,37 @@ def build(
     `profile=True` makes a profiling build: every kernel call is timed, and
     `module.profile(...)` reports the time per kernel (normal builds pay nothing).
 
+    An accelerator target takes its own options (`calibration` and `target_options`):
     `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
     (an .npz path, {name: array} or a list of them), runs its conv2d/dense layers on the
-    simulated accelerator and the rest on the CPU (see `xweave.runtime.hetero`);
-    `target_options` (config=, virtual_threads=, min_in_channels=) tune that.
+    simulated accelerator and the rest on the CPU (see `accel.vta.offload`);
+    `target_options` (config=, virtual_threads=, min_in_channels=) tune that. The CPU
+    segments are compiled with the other options.
     """
-    from xweave.context import print_module
-    from xweave.pipeline import lower_to_llvm
-    from xweave.runtime.module import CompiledModule, signature_of
-
     target = as_target(target)
-    if not target.is_cpu and target.kind not in ACCELERATORS:
-        raise XweaveError(f"unknown target '{target}' (available: llvm [-mcpu=NAME "
-                          f"-mattr=+f,-g], {', '.join(ACCELERATORS)})")
+    accelerator = offload_target(target.kind) if not target.is_cpu else None
     if threads is not None:
-        from xweave.runtime.threads import check_num_threads
-
         check_num_threads(threads)
     if tuning_records is not None:
-        from xweave.autotune.dispatch import tuned_schedules
-
         tuning_records = str(tuning_records)
         if target.is_cpu:  # a bad file fails before the work starts
             tuned_schedules(tuning_records, target, any_target_records)
-    if profile and not target.is_cpu:
+    if profile and accelerator is not None:
         raise XweaveError(f"profiling builds are for target 'llvm' only (got '{target}')")
-    if (target_options or calibration is not None) and target.kind != "vta":
-        given = [*target_options, *(["calibration"] if calibration is not None else [])]
+    given = {**target_options, **({"calibration": calibration} if calibration is not None else {})}
+    if given and accelerator is None:
         raise XweaveError(f"target '{target}' takes no option(s) {', '.join(given)}")
-    module = _as_graph_module(module_or_path, input_shapes)
-    if target.kind == "vta":
-        from xweave.runtime.hetero import build_vta
-
-        return build_vta(module, calibration, threads=threads,
-                         dump_dir=Path(dump_ir) if dump_ir is not None else None,
-                         fuse=fuse, tuning_records=tuning_records, **target_options)
-    signature = signature_of(module)
-    set_target(module, target)
-
-    dump_dir = Path(dump_ir) if dump_ir is not None else None
-    stage_index = 0
-    params = {}
-
-    def on_stage(name: str, stage_module: ModuleOp) -> None:
-        nonlocal stage_index, params
-        if name in ("loop", "scheduled", "planned"):  # the weights, as the last loop stage has them
-            from xweave.lowering.loop_to_llvm import extract_params
-
-            params = extract_params(stage_module)
-        if dump_dir is not None:
-            dump_dir.mkdir(parents=True, exist_ok=True)
-            (dump_dir / f"{stage_index:02d}-{name}.mlir").write_text(print_module(stage_module))
-        stage_index += 1
-
-    lower_to_llvm(module, on_stage, tuning_records, fuse=fuse, layout=layout, profile=profile,
-                  winograd=winograd, any_target_records=any_target_records)
-    compiled = CompiledModule.from_llvm_module(module, params, signature)
-    if threads is not None and compiled.runnable:
-        from xweave.runtime.threads import set_num_threads
-
-        set_num_threads(compiled, threads)
-    if dump_dir is not None:
-        (dump_dir / f"{stage_index:02d}-optimized.ll").write_text(compiled.llvm_ir)
-        (dump_dir / f"{stage_index + 1:02d}-assembly.s").write_text(compiled.assembly)
+    options = CompileOptions(target, fuse=fuse, layout=layout, winograd=winograd,
+                             profile=profile, tuning_records=tuning_records,
+                             any_target_records=any_target_records, accelerator=given)
+    if accelerator is not None:
+        accelerator.check_options(options)
+    module = load_model(module_or_path, input_shapes)
+    compiled = compile_model(module, options, Path(dump_ir) if dump_ir is not None else None)
+    if threads is not None:
+        cpu = [s.module for s in compiled.steps if isinstance(s, CpuStep)] \
+            if isinstance(compiled, HeteroModule) else [compiled]
+        for segment in cpu:
+            if segment.runnable:
+                set_num_threads(segment, threads)
     return compiled

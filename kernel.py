@@ -22,22 +22,23 @@ pool of the `Kernel` (allocated once, not on every call; one more per call in fl
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
 from xweave import te
 from xweave.context import make_context
 from xweave.errors import InputError
+from xweave.lowering.te_to_loop import ConvertTeToLoopPass
+from xweave.pipeline import CompiledKernel, compile_kernel
+from xweave.registry import all_passes
+from xweave.runtime.kernel import LoadedKernel
+from xweave.target import TargetError, as_target, set_target
 
 
 def lower_kernel_to_loop(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor]) -> ModuleOp:
     """A module holding one destination-passing loop kernel for the given tensors."""
-    from xweave.lowering.te_to_loop import ConvertTeToLoopPass
-
     module = ModuleOp([te.create_kernel(name, inputs, outputs)])
     ConvertTeToLoopPass().apply(make_context(), module)
     module.verify()
@@ -47,12 +48,10 @@ def lower_kernel_to_loop(name: str, inputs: list[te.Tensor], outputs: list[te.Te
 def apply_schedule(module: ModuleOp, schedule: str) -> None:
     """Apply a pipeline of loop rewrites (xweave-opt's `-p` syntax) to `module`;
     `"default"` applies each kernel's default schedule."""
-    from xweave.passes import get_all_passes
-
     if schedule == "default":
         schedule = "schedule-kernels"
     if schedule.strip():
-        PassPipeline.parse_spec(get_all_passes(), schedule).apply(make_context(), module)
+        PassPipeline.parse_spec(all_passes(), schedule).apply(make_context(), module)
         module.verify()
 
 
@@ -62,28 +61,25 @@ class Kernel:
     Its temporaries live in an arena per call in flight (`arena`), so one `Kernel` may
     be called from several threads at once."""
 
-    def __init__(self, name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
-                 loop_ir: str, compiled, arena_bytes: int = 0):
-        from xweave.runtime.arena import CallStatePool
-        from xweave.runtime.jit import load_object
-
-        self.name = name
+    def __init__(self, inputs: list[te.Tensor], outputs: list[te.Tensor], loop_ir: str,
+                 compiled: CompiledKernel):
+        self.name = compiled.name
         self.input_specs = [(t.shape, np.dtype(t.dtype)) for t in inputs]
         self.output_specs = [(t.shape, np.dtype(t.dtype)) for t in outputs]
         self.loop_ir = loop_ir
-        self._compiled = compiled
-        self._pool = CallStatePool([arena_bytes] if arena_bytes else [])
-        self._engine = load_object(compiled.object_bytes)
-        self._fn = self._engine.get_function(
-            name, [ctypes.c_void_p] * (len(inputs) + len(outputs) + len(self._pool.sizes)))
+        self._compiled = compiled.compiled
+        self._loaded = LoadedKernel(compiled.compiled.object_bytes, compiled.name,
+                                    len(inputs) + len(outputs), compiled.params,
+                                    compiled.arena_bytes)
 
     @property
     def arena(self) -> np.ndarray | None:
         """The memory of the temporaries of an idle call (None: the kernel has none)."""
-        if not self._pool.sizes:
+        pool = self._loaded.pool
+        if not pool.sizes:
             return None
-        state = self._pool.take()
-        self._pool.give(state)
+        state = pool.take()
+        pool.give(state)
         return state.buffers[0]
 
     @property
@@ -104,12 +100,7 @@ class Kernel:
                                  f"got {list(array.shape)} {array.dtype}")
             args.append(np.ascontiguousarray(array))
         outputs = out if out is not None else [np.empty(s, d) for s, d in self.output_specs]
-        state = self._pool.take()
-        try:
-            self._fn(*[a.ctypes.data for a in args], *[o.ctypes.data for o in outputs],
-                     *state.pointers)
-        finally:
-            self._pool.give(state)
+        self._loaded(*[a.ctypes.data for a in args], *[o.ctypes.data for o in outputs])
         return outputs[0] if len(outputs) == 1 else outputs
 
 
@@ -118,11 +109,6 @@ def build_kernel(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
     """Compile the computation of `outputs` from `inputs` into a callable `Kernel`, for
     `target` (a CPU target as `xweave.build` takes it; default: `XWEAVE_TARGET`, else
     the host)."""
-    from xweave.lowering.loop_to_llvm import lower_module
-    from xweave.passes.memory_plan import PEAK_ATTR, PlanMemoryPass
-    from xweave.runtime.jit import compile_llvm
-    from xweave.target import TargetError, as_target, set_target
-
     resolved = as_target(target)
     if not resolved.is_cpu:
         raise TargetError(f"build_kernel compiles for CPU targets (llvm ...), not '{resolved}'")
@@ -132,8 +118,4 @@ def build_kernel(name: str, inputs: list[te.Tensor], outputs: list[te.Tensor],
     loop_ir = str(module)
     kernel_func = next(op for op in module.ops if isinstance(op, func.FuncOp))
     assert kernel_func.sym_name.data == name
-    PlanMemoryPass(function=name).apply(make_context(), module)
-    peak = module.attributes.get(PEAK_ATTR)
-    lower_module(module)
-    return Kernel(name, inputs, outputs, loop_ir, compile_llvm(module),
-                  peak.value.data if isinstance(peak, IntegerAttr) else 0)
+    return Kernel(inputs, outputs, loop_ir, compile_kernel(module, name))

@@ -1,58 +1,131 @@
-"""The whole compilation pipeline, every stage in order (read top to bottom).
+"""The whole compilation pipeline, every stage in order, for every target (read top to bottom).
 
 This is xweave's analogue of Halide's `Lower.cpp`: one place that shows how a model
-goes from the graph dialect to machine code. Each stage is an ordinary xDSL pass, so
-`xweave-opt model.mlir -p <the passes below, comma-separated>` replays the same
-lowering one printable stage at a time, and `xweave compile --dump-ir DIR` writes the
-module after every stage.
+goes from the graph dialect to machine code. Each stage is a list of ordinary xDSL
+passes, so `xweave-opt model.mlir -p <pass_spec(stages)>` replays the same lowering one
+printable stage at a time, and `xweave compile --dump-ir DIR` writes the module after
+every stage.
+
+Everything that compiles asks this module for its stages instead of assembling them:
+
+    options = CompileOptions(target=as_target("llvm"), fuse=False)
+    stages(options)                         # every stage of the build, in order
+    stages_until(options, "loop")           # up to and including "loop" (the tuner's input)
+    stages_between(options, "loop", "planned")   # after "loop", through "planned"
+    pass_spec(stages(options))              # the `xweave-opt -p` text of a stage list
+    lower(module, options, until="loop")    # apply them, in place
+    compile_model(module, options)          # a model, compiled and loaded
+    compile_kernel(module, "matmul")        # one scheduled loop kernel, compiled
+
+A CPU build (target `llvm ...`) runs `cpu_stages`. An accelerator that runs part of a
+model (`OffloadTarget`, registered with `register_target`) has graph stages of its own
+up to the point where it cuts the model (`partition`) into layers it runs and CPU
+segments, which are compiled through `cpu_stages` like any model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import dataclasses
+import os
+import tempfile
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
+from xweave import plugins
+from xweave.accel.offload import CpuSegment, OffloadPlan
 from xweave.context import make_context, print_module
-from xweave.errors import InternalCompilerError, XweaveError
+from xweave.errors import InternalCompilerError, ModelError, XweaveError
+from xweave.lowering.graph_to_te import ConvertGraphToTePass
+from xweave.lowering.llvm_codegen import CompiledObject, abi_of, compile_llvm
+from xweave.lowering.llvm_params import extract_params
+from xweave.lowering.loop_to_llvm import ConvertLoopToLLVMPass, lower_module
+from xweave.lowering.te_to_loop import ConvertTeToLoopPass
+from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
+from xweave.passes.graph_cse import GraphCsePass
+from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
+from xweave.passes.graph_fuse import GraphFusePass
+from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
+from xweave.passes.graph_winograd import GraphWinogradPass
+from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
+from xweave.passes.memory_plan import PEAK_ATTR, PlanMemoryPass
+from xweave.passes.profile_kernels import CountKernelFlopsPass, ProfileKernelsPass
+from xweave.runtime.abi import ARENA
+from xweave.runtime.hetero import AcceleratorStep as RunAcceleratorStep
+from xweave.runtime.hetero import CpuStep, HeteroModule
+from xweave.runtime.module import CompiledModule, TensorSpec
+from xweave.schedules import ScheduleKernelsPass, ScheduleStepError
+from xweave.target import Target, as_target, set_target
 
 
 @dataclass(frozen=True)
 class Stage:
-    """A named point in the pipeline and the pass that produces it."""
+    """A named point in the pipeline and the passes that produce it."""
 
     name: str
     passes: tuple[ModulePass, ...]
 
 
-def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
-                layout: bool = True, profile: bool = False,
-                winograd: bool = True, any_target_records: bool = False) -> list[Stage]:
-    """The stages from a graph-dialect module to an llvm-dialect module
-    (`tuning_records`: a records file whose best schedules replace the defaults;
-    `fuse=False` leaves out operator fusion, one kernel per graph op; `layout=False`
-    leaves out the layout stage: every conv stays NCHW; `profile=True` times every
-    kernel call of @main, see `passes.profile_kernels`; `winograd=False` leaves out the
-    winograd stage; `any_target_records=True` also applies records tuned for another
-    target)."""
-    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+@dataclass(frozen=True)
+class CompileOptions:
+    """Everything that decides how a model is compiled, in one object that travels from
+    the driver to the tuner, the dumps and the accelerators.
 
-    from xweave.lowering.graph_to_te import ConvertGraphToTePass
-    from xweave.lowering.loop_to_llvm import ConvertLoopToLLVMPass
-    from xweave.lowering.te_to_loop import ConvertTeToLoopPass
-    from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
-    from xweave.passes.graph_cse import GraphCsePass
-    from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
-    from xweave.passes.graph_fuse import GraphFusePass
-    from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
-    from xweave.passes.graph_winograd import GraphWinogradPass
-    from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
-    from xweave.passes.memory_plan import PlanMemoryPass
-    from xweave.schedules import ScheduleKernelsPass
+    `target`: what code is generated for (None: the module's own `xweave.target`, else
+    the default target); `fuse=False` leaves out operator fusion (one kernel per graph
+    op); `layout=False` leaves out the layout stage (every conv stays NCHW);
+    `winograd=False` leaves out the winograd stage; `profile=True` times every kernel
+    call of @main (`passes.profile_kernels`); `tuning_records`: a records file whose
+    best schedules replace the defaults, `any_target_records=True` also applies records
+    tuned for another target; `accelerator`: the options of an accelerator target
+    (e.g. VTA's `config`, `virtual_threads`, `min_in_channels`, `calibration`).
+    """
 
+    target: Target | None = None
+    fuse: bool = True
+    layout: bool = True
+    winograd: bool = True
+    profile: bool = False
+    tuning_records: str | None = None
+    any_target_records: bool = False
+    accelerator: Mapping[str, Any] = field(default_factory=dict)
+
+    def replace(self, **changes: Any) -> CompileOptions:
+        """A copy with `changes` (`dataclasses.replace`)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def offload_target(self) -> OffloadTarget | None:
+        """The accelerator target the options name (None: a CPU target)."""
+        if self.target is None or self.target.is_cpu:
+            return None
+        return offload_target(self.target.kind)
+
+
+# --------------------------------------------------------------------------------------
+# The stages
+# --------------------------------------------------------------------------------------
+
+
+def cpu_stages(options: CompileOptions) -> list[Stage]:
+    """The stages from a graph-dialect module to an llvm-dialect module for a CPU."""
     stages = [
         # 0. Graph-level optimization: ops on constants are evaluated at compile time,
         #    batch norms and per-channel affine ops fold into conv/dense weights, no-op
@@ -75,72 +148,321 @@ def llvm_stages(tuning_records: str | None = None, fuse: bool = True,
         # 1. Every graph op (or fused group) becomes a call of a kernel written in
         #    tensor expressions.
         Stage("te", (ConvertGraphToTePass(),)),
-        # 2. Tensor expressions become naive loop nests over buffers (bufferization).
-        Stage("loop", (ConvertTeToLoopPass(),)),
+        # 2. Tensor expressions become naive loop nests over buffers (bufferization);
+        #    a profiling build counts each kernel's float operations here.
+        Stage("loop", (ConvertTeToLoopPass(),
+                       *((CountKernelFlopsPass(),) if options.profile else ()))),
         # 3. Each kernel is scheduled: its template's pipeline of loop rewrites
         #    (tiling, packing, register blocking, vectorizing, parallel loops); the
         #    packing of constant weights then happens once, at compile time.
-        Stage("scheduled", (ScheduleKernelsPass(tuning_records, any_target_records), LoopFoldConstantPacksPass())),
+        Stage("scheduled", (ScheduleKernelsPass(options.tuning_records,
+                                                options.any_target_records),
+                            LoopFoldConstantPacksPass())),
         # 4. @main's intermediate buffers share one arena where their lifetimes allow
-        #    (static memory planning; the runtime binds the arena once per instance).
-        Stage("planned", (PlanMemoryPass(),)),
+        #    (static memory planning; the runtime binds the arena once per instance); a
+        #    profiling build times every kernel call.
+        Stage("planned", (PlanMemoryPass(),
+                          *((ProfileKernelsPass(),) if options.profile else ()))),
         # 5. Loops, buffers and scalar/vector math become the llvm dialect.
         Stage("llvm", (ConvertLoopToLLVMPass(),)),
     ]
-    if profile:
-        from xweave.passes.profile_kernels import CountKernelFlopsPass, ProfileKernelsPass
-
-        stages = [Stage(s.name, s.passes + {"loop": (CountKernelFlopsPass(),),
-                                            "planned": (ProfileKernelsPass(),)}.get(s.name, ()))
-                  for s in stages]
-    return [s for s in stages if (fuse or s.name != "fused") and (layout or s.name != "layout")
-            and (winograd or s.name != "winograd")]
+    left_out = {name for name, on in (("fused", options.fuse), ("layout", options.layout),
+                                      ("winograd", options.winograd)) if not on}
+    return [s for s in stages if s.name not in left_out]
 
 
-def pass_pipeline_spec(stages: list[Stage]) -> str:
-    """The `-p` argument of xweave-opt that replays `stages`."""
-    return ",".join(str(p) for stage in stages for p in stage.passes)
+def stages(options: CompileOptions | None = None) -> list[Stage]:
+    """Every stage of a build with `options`, in order: `cpu_stages`, or for an
+    accelerator target the graph stages before it partitions the model."""
+    options = options or CompileOptions()
+    accelerator = options.offload_target
+    return accelerator.stages(options) if accelerator is not None else cpu_stages(options)
 
 
-def lower_to_llvm(
+INPUT = "graph"
+"""The name of the pipeline's input (the graph-dialect module before any stage)."""
+
+
+def stage_names(options: CompileOptions | None = None) -> list[str]:
+    """`INPUT`, then the name of every stage of `stages(options)`."""
+    return [INPUT, *(s.name for s in stages(options))]
+
+
+def stages_between(options: CompileOptions | None = None, start: str | None = None,
+                   stop: str | None = None) -> list[Stage]:
+    """The stages after `start` (exclusive; None or "graph": from the input) through
+    `stop` (inclusive; None: to the end)."""
+    names = stage_names(options)
+    for what, name in (("start", start), ("stop", stop)):
+        if name is not None and name not in names:
+            raise XweaveError(f"no stage '{name}' ({what}) in this pipeline; its stages are "
+                              + ", ".join(names))
+    first = names.index(start) if start is not None else 0
+    last = names.index(stop) if stop is not None else len(names) - 1
+    if last < first:
+        raise XweaveError(f"stage '{stop}' comes before stage '{start}'")
+    return stages(options)[first:last]
+
+
+def stages_until(options: CompileOptions | None, stop: str) -> list[Stage]:
+    """The stages from the input through `stop` (inclusive)."""
+    return stages_between(options, None, stop)
+
+
+def pass_spec(stage_list: list[Stage]) -> str:
+    """The `-p` argument of xweave-opt that replays `stage_list`."""
+    return ",".join(str(p) for stage in stage_list for p in stage.passes)
+
+
+def lower(
     module: ModuleOp,
+    options: CompileOptions | None = None,
+    *,
+    start: str | None = None,
+    until: str | None = None,
     on_stage: Callable[[str, ModuleOp], None] | None = None,
-    tuning_records: str | None = None,
-    fuse: bool = True,
-    layout: bool = True,
-    profile: bool = False,
-    winograd: bool = True,
-    any_target_records: bool = False,
 ) -> ModuleOp:
-    """Lower a graph-dialect `module` in place to the llvm dialect.
+    """Apply the stages after `start` through `until` (see `stages_between`) to
+    `module` in place; from the input, the module first records `options.target`.
 
-    `on_stage(name, module)` is called with the input ("graph") and after every stage,
-    e.g. to dump the IR or to interpret a stage and compare it with the one before.
+    `on_stage(name, module)` is called with the input ("graph", when starting there) and
+    after every stage, e.g. to dump the IR or to interpret a stage and compare it with
+    the one before.
 
-    A pass that fails unexpectedly (anything but an `XweaveError`, which the input
-    causes) raises `InternalCompilerError` naming the stage, the pass and the kernel,
+    A pass that fails unexpectedly (anything but an `XweaveError` or an `OSError`, which
+    the input causes: a calibration or records file that cannot be read) raises `InternalCompilerError` naming the stage, the pass and the kernel,
     after writing a reproducer: the IR before that pass, replayed by the `xweave-opt`
     command the message gives (see `write_reproducer`).
     """
+    options = options or CompileOptions()
+    selected = stages_between(options, start, until)
+    if start in (None, INPUT):
+        if options.target is not None and options.target.is_cpu:
+            set_target(module, options.target)
+        if on_stage:
+            on_stage(INPUT, module)
     ctx = make_context()
-    original = module.clone()  # the graph stage is small: kept to rebuild a reproducer
-    stages = llvm_stages(tuning_records, fuse, layout, profile, winograd, any_target_records)
-    if on_stage:
-        on_stage("graph", module)
-    for number, stage in enumerate(stages):
+    original = module.clone()  # kept to rebuild a reproducer
+    for number, stage in enumerate(selected):
         for index, pass_ in enumerate(stage.passes):
             try:
                 pass_.apply(ctx, module)
                 if index == len(stage.passes) - 1:
                     module.verify()
-            except XweaveError:
+            except (XweaveError, OSError):  # the input's fault (an OSError: a file it names)
                 raise
             except Exception as e:
-                raise _crash(original, stages[:number] + [Stage(stage.name, stage.passes[:index])],
+                raise _crash(original, selected[:number] + [Stage(stage.name, stage.passes[:index])],
                              stage.name, pass_, e) from e
         if on_stage:
             on_stage(stage.name, module)
     return module
+
+
+# --------------------------------------------------------------------------------------
+# Compiling a model
+# --------------------------------------------------------------------------------------
+
+
+def _numpy_dtype(element_type) -> str:
+    if isinstance(element_type, Float32Type):
+        return "float32"
+    if isinstance(element_type, Float64Type):
+        return "float64"
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        return "bool" if width == 1 else f"int{width}"
+    raise ModelError(f"unsupported element type {element_type}")
+
+
+def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Inputs and outputs of `@main` in a graph-stage module."""
+    main = next(
+        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main"),
+        None,
+    )
+    if main is None:
+        raise ModelError("the module has no @main function")
+
+    def names(attr: str, count: int, prefix: str) -> list[str]:
+        value = main.attributes.get(attr)
+        if isinstance(value, ArrayAttr):
+            return [s.data for s in value.data if isinstance(s, StringAttr)]
+        return [f"{prefix}{i}" for i in range(count)]
+
+    ins = main.function_type.inputs.data
+    outs = main.function_type.outputs.data
+    specs = []
+    for types, attr, prefix in ((ins, "xweave.input_names", "input"), (outs, "xweave.output_names", "output")):
+        specs.append([
+            TensorSpec(name, tuple(t.get_shape()), _numpy_dtype(t.get_element_type()))
+            for name, t in zip(names(attr, len(types), prefix), types)
+            if isinstance(t, TensorType)
+        ])
+    return specs[0], specs[1]
+
+
+
+def compile_model(module: ModuleOp, options: CompileOptions | None = None,
+                  dump_dir: Path | None = None) -> CompiledModule | HeteroModule:
+    """Compile a graph-dialect `module` (rewritten in place) with `options` and load it.
+
+    `dump_dir` receives the module after every stage (`NN-<stage>.mlir`), then the
+    optimized LLVM IR and the assembly; for an accelerator target, its own dumps and a
+    folder per CPU segment (`cpuNN/`).
+    """
+    options = options or CompileOptions()
+    accelerator = options.offload_target
+    if accelerator is not None:
+        return _compile_offloaded(module, options, accelerator, dump_dir)
+    signature = signature_of(module)
+    dumped = 0
+    params: dict[str, np.ndarray] = {}
+    names = stage_names(options)
+    weights_stage = names[names.index("llvm") - 1]  # the last loop stage has the weights
+
+    def on_stage(name: str, stage_module: ModuleOp) -> None:
+        nonlocal dumped, params
+        if name == weights_stage:
+            params = extract_params(stage_module)
+        if dump_dir is not None:
+            dump_dir.mkdir(parents=True, exist_ok=True)
+            (dump_dir / f"{dumped:02d}-{name}.mlir").write_text(print_module(stage_module))
+        dumped += 1
+
+    lower(module, options, on_stage=on_stage)
+    loaded = compile_lowered(module, params, signature)
+    if dump_dir is not None:
+        (dump_dir / f"{dumped:02d}-optimized.ll").write_text(loaded.llvm_ir)
+        (dump_dir / f"{dumped + 1:02d}-assembly.s").write_text(loaded.assembly)
+    return loaded
+
+
+def compile_lowered(module: ModuleOp, params: dict[str, np.ndarray],
+                    signature: tuple[list[TensorSpec], list[TensorSpec]]) -> CompiledModule:
+    """An llvm-dialect model (`lower`ed; `params`: the weights its last loop stage
+    held) compiled for its target CPU, with its ABI description, and loaded."""
+    compiled = compile_llvm(module, abi_of(module, params, signature))
+    return CompiledModule(compiled.object_bytes, params, compiled, verify_params=False)
+
+
+def _compile_offloaded(module: ModuleOp, options: CompileOptions, accelerator: OffloadTarget,
+                       dump_dir: Path | None) -> HeteroModule:
+    """The accelerator's stages, its partition, then every CPU segment compiled for the
+    CPU with the same options (see `OffloadTarget`)."""
+    accelerator.check_options(options)
+    inputs, outputs = signature_of(module)
+    lower(module, options)
+    plan = accelerator.partition(module, options)
+    if dump_dir is not None:
+        dump_dir.mkdir(parents=True, exist_ok=True)
+        (dump_dir / f"00-{accelerator.stages(options)[-1].name}.mlir").write_text(
+            print_module(module))
+        (dump_dir / "01-offload-plan.txt").write_text(plan.summary() + "\n")
+    cpu = options.replace(target=as_target("llvm"), accelerator={})
+    steps: list[CpuStep | RunAcceleratorStep] = []
+    for i, step in enumerate(plan.steps):
+        if isinstance(step, CpuSegment):
+            sub = dump_dir / f"cpu{i:02d}" if dump_dir is not None else None
+            compiled = compile_model(step.module, cpu, sub)
+            assert isinstance(compiled, CompiledModule)
+            steps.append(CpuStep(compiled, step.inputs, step.outputs))
+        else:
+            steps.append(RunAcceleratorStep(step.layer, step.input, step.output))
+    return HeteroModule(steps, inputs, outputs, plan.inputs, plan.outputs, accelerator.name)
+
+
+# --------------------------------------------------------------------------------------
+# Compiling one kernel
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompiledKernel:
+    """One loop kernel as machine code: its constants (`params`) and the bytes of the
+    arena its temporaries live in (passed as the kernel's last argument; 0: none)."""
+
+    name: str
+    compiled: CompiledObject
+    params: dict[str, np.ndarray]
+    arena_bytes: int
+
+
+def compile_kernel(module: ModuleOp, name: str, plan_memory: bool = True) -> CompiledKernel:
+    """Compile the scheduled loop kernel `name` of `module` (rewritten in place) for the
+    module's target: its top-level temporaries planned into one arena (`plan-memory`;
+    `plan_memory=False` keeps them allocated in the call), lowered to the llvm dialect
+    and compiled. `xweave.runtime.kernel.LoadedKernel` loads the result."""
+    arena_bytes = 0
+    if plan_memory:
+        PlanMemoryPass(function=name).apply(make_context(), module)
+        peak = module.attributes.get(PEAK_ATTR)
+        arena_bytes = peak.value.data if isinstance(peak, IntegerAttr) else 0
+    params = extract_params(module)
+    params.pop(ARENA, None)  # per call: the loader allocates it
+    lower_module(module)
+    return CompiledKernel(name, compile_llvm(module), params, arena_bytes)
+
+
+# --------------------------------------------------------------------------------------
+# Accelerator targets
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffloadTarget:
+    """An accelerator that runs some layers of a model, the rest running on the CPU.
+
+    `stages(options)`: its graph-level stages, ending where the model is cut (e.g.
+    graph-opt, then quantization); `partition(module, options)`: the cut, an
+    `accel.offload.OffloadPlan` whose CPU segments are compiled with `cpu_stages` and
+    whose accelerator steps hold layer objects (`run(x) -> (y, report)`, see
+    `runtime.hetero`); `options`: the keywords of `CompileOptions.accelerator` it
+    takes (its stages say which it cannot do without).
+    """
+
+    name: str
+    stages: Callable[[CompileOptions], list[Stage]]
+    partition: Callable[[ModuleOp, CompileOptions], OffloadPlan]
+    options: tuple[str, ...] = ()
+    doc: str = ""
+
+    def check_options(self, options: CompileOptions) -> None:
+        unknown = [k for k in options.accelerator if k not in self.options]
+        if unknown:
+            raise XweaveError(f"target '{self.name}' takes no option(s) {', '.join(unknown)}"
+                              f" (it takes: {', '.join(self.options) or 'none'})")
+
+
+_TARGETS: dict[str, OffloadTarget] = {}
+
+
+def register_target(target: OffloadTarget, *, replace: bool = False) -> OffloadTarget:
+    """Make `xweave.build(..., target=target.name)` compile for this accelerator."""
+    if target.name in _TARGETS and not replace and _TARGETS[target.name] is not target:
+        raise XweaveError(f"a target named '{target.name}' is already registered")
+    _TARGETS[target.name] = target
+    return target
+
+
+def offload_target(name: str) -> OffloadTarget:
+    """The registered accelerator target `name` (built-in ones are loaded on demand)."""
+    if name not in _TARGETS:
+        plugins.load(name)
+    if name not in _TARGETS:
+        raise XweaveError(f"unknown target '{name}' (available: llvm [-mcpu=NAME "
+                          f"-mattr=+f,-g], {', '.join(target_names())})")
+    return _TARGETS[name]
+
+
+def target_names() -> list[str]:
+    """The accelerator targets: registered, or built in (loaded on first use)."""
+    return sorted(set(_TARGETS) | set(plugins.BUILTIN))
+
+
+# --------------------------------------------------------------------------------------
+# Crash reproducers
+# --------------------------------------------------------------------------------------
 
 
 CRASH_DIR_ENV = "XWEAVE_CRASH_DIR"
@@ -151,8 +473,6 @@ temporary directory per crash)."""
 def _crash(original: ModuleOp, done: list[Stage], stage: str, pass_: ModulePass,
            error: Exception) -> InternalCompilerError:
     """The error to raise for `pass_` failing with `error`, its reproducer written."""
-    from xweave.schedules import ScheduleStepError
-
     where = [f"stage '{stage}'", f"pass '{pass_.name}'"]
     cause: BaseException = error
     if isinstance(error, ScheduleStepError):
@@ -174,17 +494,13 @@ def write_reproducer(original: ModuleOp, done: list[Stage], pass_: ModulePass,
     """Write the module as it was before `pass_` (the `done` stages applied again to a
     copy of `original`: the pipeline is deterministic) with the `xweave-opt` command
     that replays the failure in a header comment, and the traceback beside it."""
-    import os
-    import tempfile
-    import traceback
-
     module = original.clone()
     PassPipeline(tuple(p for stage in done for p in stage.passes)).apply(make_context(), module)
     base = os.environ.get(CRASH_DIR_ENV)
     folder = Path(base) if base else Path(tempfile.mkdtemp(prefix="xweave-crash-"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "reproducer.mlir"
-    replayed = pass_pipeline_spec(done)
+    replayed = pass_spec(done)
     (folder / "traceback.txt").write_text("".join(traceback.format_exception(error)))
     path.write_text(
         f"// xweave internal error reproducer: the IR before pass '{pass_.name}'.\n"

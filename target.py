@@ -30,6 +30,9 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import llvmlite.binding as llvm
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+
 from xweave.errors import XweaveError
 
 TARGET_ATTR = "xweave.target"
@@ -258,8 +261,6 @@ def _info(cpu: str) -> CpuInfo:
 @functools.cache
 def _host_cpu() -> tuple[str, frozenset[str], str]:
     """LLVM's name of this CPU, its vector features, and its whole feature string."""
-    import llvmlite.binding as llvm
-
     name = llvm.get_host_cpu_name()
     try:
         feature_map = llvm.get_host_cpu_features()
@@ -296,16 +297,12 @@ def as_target(target: Target | str | None) -> Target:
 
 def set_target(module, target: Target) -> None:
     """Record the resolved `target` on a `builtin.module`."""
-    from xdsl.dialects.builtin import StringAttr
-
     module.attributes[TARGET_ATTR] = StringAttr(str(target.resolve()))
 
 
 def target_of(op) -> Target:
     """The target recorded on the module holding `op` (or `op` itself, a module);
     the default target when there is none."""
-    from xdsl.dialects.builtin import ModuleOp, StringAttr
-
     while op is not None and not (isinstance(op, ModuleOp) and TARGET_ATTR in op.attributes):
         op = op.parent_op()
     if op is None:

@@ -22,7 +22,9 @@ Register it once with `register_accelerator(acc)`; `get_accelerator(name)` and
 `find_intrinsic("acc.intrinsic")` are how passes find it. From the command line,
 `xweave-opt --load-plugin MODULE` imports the module that registers it; its dialect
 and passes are then available like xweave's own. VTA is registered through this
-API (`xweave.accel.vta.target`); `accel/README.md` walks through a worked example.
+API too (`xweave.accel.vta.plugin`, imported by `xweave.plugins` when `vta` is first
+named); `accel/README.md` walks through a worked example, and `accel/offload.py` is the
+model-level half (running the layers of a whole model).
 
 The helpers `unrolled_calls` and `IntrinsicCall` are the shared machinery a lowering
 rule uses: they walk a loop nest with concrete induction values and hand each
@@ -31,16 +33,17 @@ intrinsic call over with the element offsets of its operands.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xweave import te
+from xweave import plugins, te
+from xweave.dialects import loop
 from xweave.errors import XweaveError
 
 __all__ = [
@@ -169,8 +172,6 @@ class Accelerator:
 
 
 _REGISTRY: dict[str, Accelerator] = {}
-_BUILTIN: dict[str, str] = {"vta": "xweave.accel.vta.target:VTA_ACCELERATOR"}
-"""Accelerators shipped with xweave, imported on first use."""
 
 
 def register_accelerator(acc: Accelerator, *, replace: bool = False) -> Accelerator:
@@ -183,20 +184,19 @@ def register_accelerator(acc: Accelerator, *, replace: bool = False) -> Accelera
 
 def get_accelerator(name: str) -> Accelerator:
     """The registered accelerator `name` (built-in ones are loaded on demand)."""
-    if name not in _REGISTRY and name in _BUILTIN:
-        module, attr = _BUILTIN[name].split(":")
-        register_accelerator(getattr(importlib.import_module(module), attr))
+    if name not in _REGISTRY:
+        plugins.load(name)
     try:
         return _REGISTRY[name]
     except KeyError:
-        known = sorted(set(_REGISTRY) | set(_BUILTIN))
         raise AcceleratorError(
-            f"unknown accelerator {name!r}; known: {', '.join(known)}"
+            f"unknown accelerator {name!r}; known: {', '.join(list_accelerators())}"
         ) from None
 
 
 def list_accelerators() -> list[str]:
-    return sorted(set(_REGISTRY) | set(_BUILTIN))
+    """The accelerators: registered, or built in (loaded on first use)."""
+    return sorted(set(_REGISTRY) | set(plugins.BUILTIN))
 
 
 def registered_accelerators() -> list[Accelerator]:
@@ -257,10 +257,6 @@ def unrolled_calls(
     `IntrinsicCall` per intrinsic call, a `DepEvent` per dependency op, and
     `("enter", for_op, env)` / `("exit", for_op, env)` around each loop iteration body,
     so a lowering rule may fold loops into hardware loops instead."""
-    from xdsl.dialects import func
-
-    from xweave.dialects import loop
-
     env = {} if env is None else env
     for op in ops:
         if isinstance(op, loop.ForOp):
@@ -286,8 +282,6 @@ def unrolled_calls(
 
 def make_call(op: Operation, acc: Accelerator, env: Mapping[SSAValue, int]) -> IntrinsicCall:
     """The `IntrinsicCall` of `loop.intrinsic` op `op` at induction values `env`."""
-    from xweave.dialects import loop
-
     assert isinstance(op, loop.IntrinsicOp)
     intr = acc.intrinsic(op.callee_name)
     try:

@@ -20,11 +20,12 @@ module = xweave.build("model.onnx", tuning_records="model.jsonl")
 Modules: `space` (knobs, points), `task` (the Task protocol, templates), `features`
 (itervar features of loop IR, documented in `FEATURES.md`), `cost_model`
 (`RankingCostModel`), `search` (tuners), `measure` (builders/runners, error codes),
-`records` (JSON-lines logs), `tune` (the loop, curves); `kernel_tasks` (tasks from
-the schedule templates, task extraction, workload keys), `tune_model` (a whole
-model: `xweave tune`), `dispatch` (the best record per kernel, for compiling);
-`matmul_task` (a real task needing no schedule passes) and `synthetic` (tasks with
-known answers).
+`tune` (the loop, curves); `kernel_tasks` (tasks from the schedule templates, task
+extraction), `templates` (every template by name), `tune_model` (a whole model:
+`xweave tune`); `matmul_task` (a real task needing no schedule passes) and `synthetic`
+(tasks with known answers). The records files the tuner writes and the compiler reads
+are `xweave.records`; the best record per kernel, for compiling, `schedules.tuned`;
+workload keys, `schedules.workload`.
 """
 
 from xweave.autotune.cost_model import (
@@ -33,7 +34,7 @@ from xweave.autotune.cost_model import (
     rank_labels,
     spearman,
 )
-from xweave.autotune.kernel_tasks import ScheduleTask, extract_tasks, kernel_key
+from xweave.autotune.kernel_tasks import ScheduleTask, extract_tasks
 from xweave.autotune.measure import (
     BuildResult,
     InlineRunner,
@@ -43,13 +44,6 @@ from xweave.autotune.measure import (
     MeasureResult,
     SimulatedRunner,
     measure_points,
-)
-from xweave.autotune.records import (
-    RecordWarning,
-    RecordWriter,
-    best_per_workload,
-    load_records,
-    pick_best,
 )
 from xweave.autotune.search import (
     GATuner,
@@ -76,16 +70,22 @@ from xweave.autotune.task import (
     Task,
     TemplateTask,
     WrongAnswerError,
-    make_task,
     register_template,
-    task_from_spec,
 )
+from xweave.autotune.templates import make_task, task_from_spec
 from xweave.autotune.tune import (
     TuneResult,
     plot_curves,
     tune,
 )
 from xweave.autotune.tune_model import tune_model
+from xweave.records import (
+    RecordWarning,
+    RecordWriter,
+    best_per_workload,
+    load_records,
+    pick_best,
+)
 
 __all__ = [
     "TEMPLATES", "BuildResult", "Candidate", "GATuner", "GridTuner", "InlineRunner",
@@ -96,5 +96,5 @@ __all__ = [
     "TemplateTask", "TuneResult", "Tuner", "WrongAnswerError", "best_per_workload",
     "load_records", "make_task", "make_tuner", "measure_points", "pick_best", "plot_curves",
     "rank_labels", "register_template", "spearman", "split_candidates", "task_from_spec",
-    "tune", "ScheduleTask", "extract_tasks", "kernel_key", "tune_model",
+    "tune", "ScheduleTask", "extract_tasks", "tune_model",
 ]

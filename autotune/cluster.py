@@ -36,6 +36,7 @@ tune(task, builder=ClusterBuilder("tcp://HEAD:8786"),
 
 from __future__ import annotations
 
+import argparse
 import functools
 import multiprocessing
 import os
@@ -48,6 +49,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import llvmlite.binding as llvm
+
 from xweave.autotune.measure import (
     BuildResult,
     LocalBuilder,
@@ -58,6 +61,7 @@ from xweave.autotune.measure import (
 )
 from xweave.autotune.space import Point
 from xweave.errors import XweaveError
+from xweave.records import target_info
 
 RESOURCE_PREFIX = "target:"
 _LABEL = re.compile(r"^[A-Za-z0-9_.+\-:]+$")
@@ -68,7 +72,7 @@ class ClusterError(XweaveError):
 
 
 def _import_distributed():
-    try:
+    try:  # lazy by design: the optional `distributed`
         import distributed
     except ImportError:
         raise ClusterError("tuning on a cluster needs Dask distributed: "
@@ -88,8 +92,6 @@ _KEY_FEATURES = (("avx512f", "avx512"), ("avx2", "avx2"), ("avx", "avx"),
 @functools.cache
 def default_target_label() -> str:
     """This host's label: `llvm-<LLVM CPU name>[-<widest vector extension>]`."""
-    import llvmlite.binding as llvm
-
     cpu = llvm.get_host_cpu_name() or "generic"
     try:
         enabled = {k for k, v in llvm.get_host_cpu_features().items() if v}
@@ -159,7 +161,7 @@ def start_scheduler(host: str = "127.0.0.1", port: int = 0, allowed_failures: in
     """A scheduler in this process (tests, benchmarks, a one-machine farm); returns a
     `distributed.LocalCluster` without workers (`.scheduler_address`, `.close()`)."""
     distributed = _import_distributed()
-    import dask
+    import dask  # lazy by design: comes with the optional `distributed`
 
     with dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures}):
         # no dashboard; its HTTP server (health, metrics) listens on `host` only
@@ -186,7 +188,7 @@ def _check_worker_process() -> None:
 
 
 def _worker_address() -> str:
-    try:
+    try:  # lazy by design: the optional `distributed`
         from distributed import get_worker
 
         return get_worker().address
@@ -216,8 +218,6 @@ def _measure_on_worker(task, build: BuildResult, options: dict,
                        simulated_delay: float = 0.0) -> MeasureResult:
     """On a worker: time one candidate in this worker's runner process (one at a time,
     whatever the worker's resources say)."""
-    from xweave.autotune.records import target_info
-
     with _run_lock:
         if getattr(task, "simulated", False):
             (result,) = SimulatedRunner(simulated_delay).run(task, [build])
@@ -429,8 +429,6 @@ class ClusterRunner(_ClusterClient):
                 f"(advertised: {', '.join(others) or 'none'}); start one with: "
                 f"python -m xweave.autotune.cluster worker {self.address} --target "
                 f"{self.target}")
-        from xweave.autotune.records import target_info
-
         try:
             self.target_info = self.client.run(target_info, workers=[next(iter(workers))])
             self.target_info = next(iter(self.target_info.values()))
@@ -474,7 +472,6 @@ class ClusterRunner(_ClusterClient):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
 
     parser = argparse.ArgumentParser(prog="python -m xweave.autotune.cluster",
                                      description="Run a Dask scheduler or worker for tuning.")

@@ -111,7 +111,7 @@ class RankingCostModel:
     def fit(self, X: np.ndarray, gflops: Sequence[float],
             groups: Sequence[Hashable] | None = None) -> RankingCostModel:
         """Train from scratch on all rows (`groups`: one workload key per row)."""
-        import lightgbm as lgb
+        import lightgbm as lgb  # lazy by design: only training loads LightGBM (workers never)
 
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or len(X) != len(gflops):

@@ -27,21 +27,29 @@ tiny and otherwise compiled as it is (naive loops) — what the schedule must pr
 from __future__ import annotations
 
 import base64
-import hashlib
-import io
 import math
-import re
 import zlib
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.printer import Printer
+from xdsl.dialects.builtin import ModuleOp
 
 from xweave.autotune.space import Point, Space
-from xweave.autotune.task import InstantiationError, JitCandidate, KernelTask, register_template
+from xweave.autotune.task import (
+    InstantiationError,
+    JitCandidate,
+    KernelTask,
+    _dtype_of,
+    register_template,
+)
+
+if TYPE_CHECKING:
+    from xweave.pipeline import CompileOptions
+
+# As in `task`, the compiler is imported inside the functions that use it, by design:
+# measurement workers import this module to unpickle tasks and run none of it.
 
 INTERPRETER_LIMIT = 2048
 """Kernels with at most this many loop-body iterations get their reference from the
@@ -49,60 +57,8 @@ loop interpreter (about 4,000 iterations a second); bigger ones from a naive bui
 
 
 # ----------------------------------------------------------------------------------
-# Kernels: text and workload keys
+# Kernels as task arguments
 # ----------------------------------------------------------------------------------
-
-
-def _print(op) -> str:
-    stream = io.StringIO()
-    Printer(stream=stream).print_op(op)
-    return stream.getvalue()
-
-
-def kernel_text(kernel: func.FuncOp, name: str | None = None, target=None) -> str:
-    """A `builtin.module` holding a copy of `kernel` (renamed to `name`), as text; with
-    `target`, the module records it (`xweave.target`)."""
-    from xweave.target import set_target
-
-    copy = kernel.clone()
-    if name is not None:
-        copy.sym_name = type(copy.sym_name)(name)
-    module = ModuleOp([copy])
-    if target is not None:
-        set_target(module, target)
-    return _print(module)
-
-
-def _type_text(t) -> str:
-    if isinstance(t, MemRefType):
-        return "x".join([*map(str, t.get_shape()), str(t.get_element_type())])
-    return str(t)
-
-
-def num_outputs(kernel: func.FuncOp) -> int:
-    """Trailing arguments written by the kernel (destination passing)."""
-    from xweave.dialects import loop
-
-    args = list(kernel.body.block.args)
-    written = {args.index(op.memref) for op in kernel.walk()
-               if isinstance(op, loop.StoreOp) and op.memref in args}
-    count = 0
-    while count < len(args) and len(args) - 1 - count in written:
-        count += 1
-    return max(count, 1)
-
-
-def kernel_key(kernel: func.FuncOp) -> str:
-    """The workload key of a loop-stage kernel: op name, argument types, IR digest.
-
-    The digest is over the kernel's IR with its symbol name left out, so the same
-    computation gets the same key whatever the kernel is called in a module.
-    """
-    op = re.sub(r"_\d+$", "", kernel.sym_name.data)
-    types = [_type_text(t) for t in kernel.function_type.inputs.data]
-    n_out = num_outputs(kernel)
-    digest = hashlib.sha256(kernel_text(kernel, "kernel").encode()).hexdigest()[:12]
-    return f"{op}({', '.join(types[:-n_out])} -> {', '.join(types[-n_out:])})#{digest}"
 
 
 def _pack(text: str) -> str:
@@ -119,35 +75,6 @@ def _freeze(value: Any) -> Hashable:
     if isinstance(value, dict):
         return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
     return value
-
-
-def retarget(steps: list[str], kernel_name: str) -> list[str]:
-    """Pass specs with their `kernel` option set to `kernel_name` (a schedule recorded
-    for a kernel of another name, e.g. `conv2d_0` applied to `conv2d_3`)."""
-    import dataclasses
-
-    from xdsl.passes import PassPipeline
-
-    from xweave.passes import get_all_passes
-
-    out = []
-    for spec in steps:
-        for p in PassPipeline.parse_spec(get_all_passes(), spec).passes:
-            if any(f.name == "kernel" for f in dataclasses.fields(p)):
-                p = dataclasses.replace(p, kernel=kernel_name)
-            out.append(str(p))
-    return out
-
-
-def split_pipeline(text: str) -> list[str]:
-    """The steps of a pipeline text (one pass spec each)."""
-    from xdsl.passes import PassPipeline
-
-    from xweave.passes import get_all_passes
-
-    if not text.strip():
-        return []
-    return [str(p) for p in PassPipeline.parse_spec(get_all_passes(), text).passes]
 
 
 # ----------------------------------------------------------------------------------
@@ -173,6 +100,7 @@ class ScheduleTask(KernelTask):
     @classmethod
     def from_kernel(cls, kernel: func.FuncOp, weight: int = 1,
                     constants: Sequence[int] = ()) -> ScheduleTask:
+        from xweave.schedules.workload import kernel_key, kernel_text  # lazy: see the note above
         from xweave.target import target_of
 
         # The key leaves the target out (the same kernel tuned for two targets is one
@@ -186,7 +114,7 @@ class ScheduleTask(KernelTask):
     def target(self) -> str:
         """The resolved target the kernel is compiled for (its module's `xweave.target`)."""
         if "target" not in self._cache:
-            from xweave.target import target_of
+            from xweave.target import target_of  # lazy: see the note above
 
             self._cache["target"] = str(target_of(self.base_module()).resolve())
         return self._cache["target"]
@@ -199,7 +127,7 @@ class ScheduleTask(KernelTask):
 
     def base_module(self) -> ModuleOp:
         if "base" not in self._cache:
-            from xweave.context import parse_module
+            from xweave.context import parse_module  # lazy: see the note above
 
             self._cache["base"] = parse_module(_unpack(self.args["ir"]), self.workload_key)
         return self._cache["base"]
@@ -216,7 +144,7 @@ class ScheduleTask(KernelTask):
     def info(self):
         """The template's view of the kernel (`schedules.analysis.KernelInfo`)."""
         if "info" not in self._cache:
-            from xweave.schedules import analyse
+            from xweave.schedules import analyse  # lazy: see the note above
 
             self._cache["info"] = analyse(self.base_kernel)
         return self._cache["info"]
@@ -224,9 +152,9 @@ class ScheduleTask(KernelTask):
     @property
     def schedule_template(self):
         """The schedule template of the kernel (`schedules.template_for`)."""
-        from xweave.schedules import template_for
-
         if "template" not in self._cache:
+            from xweave.schedules import template_for  # lazy: see the note above
+
             self._cache["template"] = template_for(self.info)
         return self._cache["template"]
 
@@ -239,6 +167,8 @@ class ScheduleTask(KernelTask):
 
     @property
     def num_outputs(self) -> int:  # type: ignore[override]
+        from xweave.schedules.workload import num_outputs  # lazy: see the note above
+
         return num_outputs(self.base_kernel)
 
     @property
@@ -250,7 +180,7 @@ class ScheduleTask(KernelTask):
             if reductions:
                 flops = sum(2.0 * s.work for s in reductions)
             else:
-                from xweave.autotune.features import analyze
+                from xweave.autotune.features import analyze  # lazy: see the note above
 
                 flops = analyze(self.base_kernel).flops
             self._cache["flops"] = float(flops) or float(
@@ -299,7 +229,7 @@ class ScheduleTask(KernelTask):
         return ",".join(applied[point])
 
     def loop_ir(self, point: Point) -> ModuleOp:
-        from xweave.schedules import apply_steps
+        from xweave.schedules import apply_steps  # lazy: see the note above
 
         point = tuple(point)
         module = self.base_module().clone()
@@ -314,7 +244,7 @@ class ScheduleTask(KernelTask):
             cache.clear()
         cache[point] = applied
         if self.args.get("constants"):
-            from xweave.passes.loop_fold_packs import receive_packed_arguments
+            from xweave.passes.loop_fold_packs import receive_packed_arguments  # lazy
 
             prepacked = receive_packed_arguments(self.kernel(module), set(self.args["constants"]))
             self._cache.setdefault("prepacked", {})[point] = prepacked
@@ -324,9 +254,6 @@ class ScheduleTask(KernelTask):
 
     def prepare(self) -> None:
         super().prepare()
-        import xweave.passes  # noqa: F401
-        import xweave.schedules  # noqa: F401
-
         self.base_module()
 
     def build(self, point: Point) -> JitCandidate:
@@ -343,40 +270,30 @@ class ScheduleTask(KernelTask):
                     if s.is_reduction] or [1])
 
     def input_specs(self) -> list[tuple[tuple[int, ...], str]]:
-        from xweave.autotune.task import _dtype_of
-
         types = self.base_kernel.function_type.inputs.data
         return [(tuple(t.get_shape()), _dtype_of(t.get_element_type()))
                 for t in types[: len(types) - self.num_outputs]]
 
     def output_specs(self) -> list[tuple[tuple[int, ...], str]]:
-        from xweave.autotune.task import _dtype_of
-
         types = self.base_kernel.function_type.inputs.data
         return [(tuple(t.get_shape()), _dtype_of(t.get_element_type()))
                 for t in types[len(types) - self.num_outputs:]]
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """The outputs of the unscheduled kernel."""
+        from xweave.dialects.interpreters import interpret  # lazy: see the note above
+        from xweave.pipeline import compile_kernel
+        from xweave.runtime.kernel import LoadedKernel
+
         outputs = [np.zeros(s, d) for s, d in self.output_specs()]
         iterations = sum(s.work for s in self.info.stages)
         if iterations <= INTERPRETER_LIMIT:
-            from xweave.dialects.interpreters import interpret
-
             interpret(self.base_module().clone(), [*inputs, *outputs], entry=self.kernel_name)
             return outputs
-        import ctypes
-
-        from xweave.lowering.loop_to_llvm import extract_params, lower_module
-        from xweave.runtime.jit import compile_llvm, load_object
-
-        module = self.base_module().clone()
-        params = extract_params(module)
-        lower_module(module)
-        engine = load_object(compile_llvm(module).object_bytes, params)
         arrays = [np.ascontiguousarray(a) for a in inputs] + outputs
-        fn = engine.get_function(self.kernel_name, [ctypes.c_void_p] * len(arrays))
-        fn(*[a.ctypes.data for a in arrays])
+        compiled = compile_kernel(self.base_module().clone(), self.kernel_name)
+        LoadedKernel(compiled.compiled.object_bytes, self.kernel_name, len(arrays),
+                     compiled.params, compiled.arena_bytes)(*[a.ctypes.data for a in arrays])
         return outputs
 
     def __repr__(self) -> str:
@@ -389,31 +306,24 @@ class ScheduleTask(KernelTask):
 
 
 def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
-               winograd: bool = True, target=None) -> ModuleOp:
-    """The model lowered to the loop stage (unscheduled kernels), as `xweave.build`
-    lowers it for `target` (default: the default target; `winograd=False`: as
-    `xweave.build(winograd=False)`)."""
-    from xdsl.passes import PassPipeline
+               options: CompileOptions | None = None) -> ModuleOp:
+    """The model lowered to the loop stage (unscheduled kernels), as `xweave.build` with
+    `options` lowers it (their target, default: the default target; their fuse,
+    layout and winograd choices)."""
+    from xweave.driver import load_model  # lazy: see the note above
+    from xweave.pipeline import CompileOptions, lower
+    from xweave.target import as_target
 
-    from xweave.context import make_context
-    from xweave.driver import _as_graph_module
-    from xweave.pipeline import llvm_stages
-    from xweave.target import as_target, set_target
-
-    module = _as_graph_module(model, input_shapes)
-    set_target(module, as_target(target))
-    ctx = make_context()
-    for stage in llvm_stages(winograd=winograd):
-        if stage.name == "scheduled":
-            break
-        PassPipeline(stage.passes).apply(ctx, module)
-    return module
+    options = options or CompileOptions()
+    if options.target is None:
+        options = options.replace(target=as_target(None))
+    return lower(load_model(model, input_shapes), options, until="loop")
 
 
 def constant_arguments(module: ModuleOp) -> dict[str, set[int]]:
     """Kernel name -> the argument indices every call of it passes a constant for
     (a `loop.get_global` of a global with a value)."""
-    from xweave.dialects import loop
+    from xweave.dialects import loop  # lazy: see the note above
 
     valued = {g.sym_name.data for g in module.ops
               if isinstance(g, loop.GlobalOp) and g.initial_value is not None}
@@ -440,20 +350,23 @@ def model_kernels(module: ModuleOp) -> list[tuple[func.FuncOp, int]]:
 
 
 def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
-                  module: ModuleOp | None = None, winograd: bool = True,
-                  target=None) -> list[ScheduleTask]:
+                  module: ModuleOp | None = None,
+                  options: CompileOptions | None = None) -> list[ScheduleTask]:
     """A tuning task for every kernel of `model` whose template has a choice to make,
-    compiled for `target` (default: the default target; each task's module records it).
+    as `xweave.build` with `options` compiles it (`loop_stage`: for their target,
+    default the default target, which each task's module records; with their fuse,
+    layout and winograd choices, so the kernels tuned are the kernels built).
 
     `model`: an ONNX path or `ModelProto`, a graph-stage `.mlir`, or a graph module
-    (or pass the loop-stage `module`); `winograd=False` keeps 3x3 convs direct.
-    Kernels with the same workload key are one task (their call counts add up in
-    `weight`). Reductions come first, then by `weight x flops`, most expensive first.
+    (or pass the loop-stage `module`). Kernels with the same workload key are one task
+    (their call counts add up in `weight`). Reductions come first, then by
+    `weight x flops`, most expensive first.
     """
-    from xweave.schedules import analyse
+    from xweave.schedules import analyse  # lazy: see the note above
+    from xweave.schedules.workload import kernel_key
 
     if module is None:
-        module = loop_stage(model, input_shapes, winograd, target)
+        module = loop_stage(model, input_shapes, options)
     tasks: dict[str, ScheduleTask] = {}
     constants = constant_arguments(module)
     for kernel, calls in model_kernels(module):
@@ -474,10 +387,6 @@ def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
 __all__ = [
     "ScheduleTask",
     "extract_tasks",
-    "kernel_key",
-    "kernel_text",
     "loop_stage",
     "model_kernels",
-    "retarget",
-    "split_pipeline",
 ]

@@ -61,7 +61,7 @@ _NAMES = {"io": "i.outer", "ii": "i.inner", "jo": "j.outer", "ji": "j.inner",
 
 def matmul_kernel(M: int, N: int, K: int, config: dict):
     """The scheduled loop-stage kernel (a `func.func`, built op by op: no parsing)."""
-    from xdsl.dialects import arith, func, vector
+    from xdsl.dialects import arith, func, vector  # lazy: as in `task`, workers build nothing
     from xdsl.dialects.builtin import (
         AffineMapAttr, FloatAttr, MemRefType, UnitAttr, VectorType, f32,
     )
@@ -153,7 +153,7 @@ def matmul_kernel(M: int, N: int, K: int, config: dict):
 
 def matmul_ir(M: int, N: int, K: int, config: dict):
     """The scheduled kernel in a `builtin.module`."""
-    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.builtin import ModuleOp  # lazy: as in `task`, workers build nothing
 
     return ModuleOp([matmul_kernel(M, N, K, config)])
 

@@ -32,25 +32,32 @@ class DenseTask(KernelTask):
     def base_module(self) -> ModuleOp: ...          # loop stage, unscheduled
     def reference(self, inputs): return [inputs[0] @ inputs[1].T]
 
-task = make_task("dense", M=64, N=64, K=64)
+task = make_task("dense", M=64, N=64, K=64)     # autotune.templates
 ```
 """
 
 from __future__ import annotations
 
-import ctypes
+import importlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from xweave.autotune.space import Point, Space
+from xweave.records import WORKLOAD_KEYS
 
 if TYPE_CHECKING:
     from xdsl.dialects import func
     from xdsl.dialects.builtin import ModuleOp
+
+# The compiler is imported inside the methods that use it, by design: a worker process
+# imports a task's module to unpickle the task, and only builds need the compiler
+# (`KernelTask.prepare` imports it once per worker, outside the timed builds).
 
 
 class InstantiationError(Exception):
@@ -131,26 +138,21 @@ class JitCandidate(Candidate):
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for k in ("_engine", "_fn", "_arrays", "_ptrs", "_arena", "_originals", "features"):
+        for k in ("_kernel", "_fn", "_arrays", "_ptrs", "_state", "_originals", "features"):
             state.pop(k, None)
         return state
 
     def setup(self) -> None:
-        from xweave.runtime.jit import load_object
+        from xweave.passes.loop_pack import pack_array  # lazy: see the note above
+        from xweave.runtime.kernel import LoadedKernel
 
-        self._arena = None
-        if getattr(self, "arena_bytes", 0):  # the kernel's last argument (see plan-memory)
-            from xweave.runtime.arena import allocate_arena
-
-            self._arena = allocate_arena(self.arena_bytes)
-        self._engine = load_object(self.object_bytes, self.params)
-        self._fn = self._engine.get_function(
-            self.entry, [ctypes.c_void_p] * (len(self.arg_specs) + (self._arena is not None)))
+        self._kernel = LoadedKernel(self.object_bytes, self.entry, len(self.arg_specs),
+                                    self.params, getattr(self, "arena_bytes", 0))
+        self._fn = self._kernel.function
+        self._state = self._kernel.pool.take()  # one arena for every timed run
         inputs = [np.ascontiguousarray(a) for a in self.task.make_inputs(self.seed)]
         self._originals = [a.copy() for a in inputs]
         if getattr(self, "prepacked", None):
-            from xweave.passes.loop_pack import pack_array
-
             for index, splits, order in self.prepacked:
                 inputs[index] = np.ascontiguousarray(pack_array(inputs[index], splits, order))
         specs = self.arg_specs[: self.num_inputs]
@@ -160,9 +162,7 @@ class JitCandidate(Candidate):
             raise ValueError("task.make_inputs does not match the kernel's input arguments")
         outputs = [np.full(s, np.nan, dtype=d) for s, d in self.arg_specs[self.num_inputs:]]
         self._arrays = inputs + outputs
-        self._ptrs = [a.ctypes.data for a in self._arrays]
-        if self._arena is not None:
-            self._ptrs.append(self._arena.ctypes.data)
+        self._ptrs = [a.ctypes.data for a in self._arrays] + list(self._state.pointers)
 
     def run(self) -> None:
         self._fn(*self._ptrs)
@@ -220,31 +220,13 @@ def register_template(name: str):
         if name in TEMPLATES and TEMPLATES[name] is not factory:
             raise ValueError(f"template {name!r} is already registered")
         TEMPLATES[name] = factory
+        # how records of this template are told from garbled ones (`load_records`)
+        WORKLOAD_KEYS.setdefault(name, lambda args: factory(**args).workload_key)
         if isinstance(factory, type) and issubclass(factory, TemplateTask):
             factory.template = name
         return factory
 
     return wrap
-
-
-def make_task(template: str, **args) -> Task:
-    """The task of a registered template for the given workload arguments."""
-    if template not in TEMPLATES:
-        _load_builtin_templates()
-    if template not in TEMPLATES:
-        raise KeyError(f"no tuning template {template!r}; registered: {sorted(TEMPLATES)}")
-    return TEMPLATES[template](**args)
-
-
-def task_from_spec(spec: dict) -> Task:
-    """Rebuild a task from `task.spec()` (as stored in records)."""
-    return make_task(spec["template"], **spec.get("args", {}))
-
-
-def _load_builtin_templates() -> None:
-    import xweave.autotune.kernel_tasks  # noqa: F401
-    import xweave.autotune.matmul_task  # noqa: F401
-    import xweave.autotune.synthetic  # noqa: F401
 
 
 def workload_key(template: str, args: dict) -> str:
@@ -254,13 +236,12 @@ def workload_key(template: str, args: dict) -> str:
     return f"{template}({inner})"
 
 
-def _rebuild(template: str, args: dict, module: str | None = None) -> Task:
-    """Unpickle a `TemplateTask`: import the module registering it, then make it."""
-    if module and template not in TEMPLATES:
-        import importlib
-
+def _rebuild(template: str, args: dict, module: str) -> Task:
+    """Unpickle a `TemplateTask`: import the module registering it (by name, as pickle
+    imports a class's module), then make it."""
+    if template not in TEMPLATES:
         importlib.import_module(module)
-    return make_task(template, **args)
+    return TEMPLATES[template](**args)
 
 
 class TemplateTask:
@@ -336,7 +317,7 @@ class KernelTask(TemplateTask):
     def base_module(self) -> ModuleOp:
         """The unscheduled kernel at the loop stage: by default `te_kernel()` lowered by
         `convert-te-to-loop` (naive nests with loops named `<stage>.<axis>`)."""
-        from xdsl.dialects.builtin import ModuleOp
+        from xdsl.dialects.builtin import ModuleOp  # lazy: see the note above
 
         from xweave.context import make_context
         from xweave.lowering.te_to_loop import ConvertTeToLoopPass
@@ -346,24 +327,23 @@ class KernelTask(TemplateTask):
         return module
 
     def prepare(self) -> None:
-        """Import the compiler and the JIT (called once in each fresh worker process,
-        so that import time is not counted against build or run timeouts)."""
-        import xweave.autotune.features  # noqa: F401
-        import xweave.context  # noqa: F401
-        import xweave.lowering.loop_to_llvm  # noqa: F401
-        import xweave.runtime.jit as jit
+        """Create the JIT's target machine (called once in each fresh worker process,
+        after unpickling the task imported the compiler, so that neither is counted
+        against build or run timeouts)."""
+        import xweave.pipeline  # noqa: F401  (the compiler; lazy: see the note above)
+        from xweave.runtime.jit import host_target_machine
 
-        jit.host_target_machine("pic")
+        host_target_machine("pic")
 
     def schedule(self, point: Point) -> str:
         raise NotImplementedError
 
     def loop_ir(self, point: Point) -> ModuleOp:
         """The scheduled loop-stage module of `point` (a fresh module)."""
-        from xdsl.passes import PassPipeline
+        from xdsl.passes import PassPipeline  # lazy: see the note above
 
         from xweave.context import make_context
-        from xweave.passes import get_all_passes
+        from xweave.registry import all_passes
 
         if "base" not in self._cache:
             self._cache["base"] = self.base_module()
@@ -371,20 +351,20 @@ class KernelTask(TemplateTask):
         text = self.schedule(point)
         if text:
             try:
-                pipeline = PassPipeline.parse_spec(get_all_passes(), text)
+                pipeline = PassPipeline.parse_spec(all_passes(), text)
             except Exception as e:
                 raise InstantiationError(f"bad schedule {text!r}: {e}") from e
             pipeline.apply(make_context(), module)
         return module
 
     def kernel(self, module: ModuleOp) -> func.FuncOp:
-        from xweave.autotune.features import kernel_of
+        from xweave.autotune.features import kernel_of  # lazy: see the note above
 
         return kernel_of(module)
 
     def build(self, point: Point) -> JitCandidate:
-        from xweave.lowering.loop_to_llvm import extract_params, lower_module
-        from xweave.runtime.jit import compile_llvm
+        from xweave.autotune.features import itervar_features  # lazy: see the note above
+        from xweave.pipeline import compile_kernel
 
         self.space.check_point(point)
         if not self.space.is_valid(point):
@@ -399,24 +379,14 @@ class KernelTask(TemplateTask):
         module.verify()
         features = None
         if self.features_in_build:
-            from xweave.autotune.features import itervar_features
-
             features = itervar_features(kernel)  # the IR is at hand: save the tuner a rebuild
         # Temporaries (packed operands, padded inputs) in an arena allocated once, as in
         # a built model: allocated per call, they page-faulted back in on every run
         # (8,000 faults per call of a 2048^3 matmul) and the tuner timed that.
-        from xweave.context import make_context
-        from xweave.passes.memory_plan import ARENA, PEAK_ATTR, PlanMemoryPass
-
-        PlanMemoryPass(function=name).apply(make_context(), module)
-        peak = module.attributes.get(PEAK_ATTR)
-        params = extract_params(module)
-        params.pop(ARENA, None)  # the runner allocates it (see `JitCandidate.setup`)
-        lower_module(module)
-        compiled = compile_llvm(module)
-        candidate = JitCandidate(self, compiled.object_bytes, params, name, arg_specs,
-                                 len(arg_specs) - self.num_outputs,
-                                 arena_bytes=peak.value.data if peak is not None else 0)
+        compiled = compile_kernel(module, name)
+        candidate = JitCandidate(self, compiled.compiled.object_bytes, compiled.params, name,
+                                 arg_specs, len(arg_specs) - self.num_outputs,
+                                 arena_bytes=compiled.arena_bytes)
         candidate.features = features
         return candidate
 
@@ -431,13 +401,18 @@ class KernelTask(TemplateTask):
 
     def features(self, point: Point) -> np.ndarray:
         """Itervar features of the scheduled kernel (see `autotune/FEATURES.md`)."""
-        from xweave.autotune.features import itervar_features
+        from xweave.autotune.features import itervar_features  # lazy: see the note above
 
         return itervar_features(self.loop_ir(point))
 
 
 def _dtype_of(element_type) -> str:
-    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType
+    from xdsl.dialects.builtin import (  # lazy: see the note above
+        Float16Type,
+        Float32Type,
+        Float64Type,
+        IntegerType,
+    )
 
     if isinstance(element_type, Float32Type):
         return "float32"

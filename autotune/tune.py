@@ -35,7 +35,7 @@ from xweave.autotune.measure import (
     MeasureResult,
     SimulatedRunner,
 )
-from xweave.autotune.records import (
+from xweave.records import (
     RecordWriter,
     _jsonable,
     is_ok,
@@ -47,6 +47,7 @@ from xweave.autotune.records import (
 )
 from xweave.autotune.search import ModelBasedTuner, Tuner, make_tuner
 from xweave.autotune.space import Point
+from xweave.autotune.templates import task_from_spec
 
 
 @dataclass
@@ -105,7 +106,7 @@ class _Progress:
         if not enabled:
             return
         try:
-            from tqdm import tqdm  # type: ignore[import-not-found]
+            from tqdm import tqdm  # type: ignore[import-not-found]  # lazy: optional
 
             self._bar = tqdm(total=total, initial=initial, desc=label, file=sys.stderr)
         except ImportError:
@@ -155,8 +156,6 @@ def _load_transfer(tuner: ModelBasedTuner, records: list[dict], own_key: str,
                    target: dict | None = None) -> int:
     """Feed other workloads' successful records of `target` (a `records.target_info`)
     to the tuner; returns rows added."""
-    from xweave.autotune.task import task_from_spec
-
     by_workload: dict[str, list[dict]] = {}
     for r in records:
         if r["workload"] != own_key and r.get("task") and same_target(r, target):
@@ -300,7 +299,7 @@ def tune(
                 errors[int(res.error_no)] += 1
                 record = make_record(task, res.point, res, tuner_name, trial)
                 if tuple(res.point) in baseline:
-                    record["baseline"] = True  # what a tuned schedule must beat (dispatch)
+                    record["baseline"] = True  # what a tuned schedule must beat (schedules.tuned)
                 if writer is not None:
                     writer.write(record)
                 for cb in callbacks:
@@ -377,7 +376,7 @@ def plot_curves(sources: str | os.PathLike | Iterable[Any], out_png: str | os.Pa
 
     `sources`: a records path, a list of paths, or records. Returns the curves.
     """
-    import matplotlib
+    import matplotlib  # lazy by design: plots need the optional matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt

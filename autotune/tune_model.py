@@ -8,7 +8,7 @@ module = xweave.build("model.onnx", tuning_records="model.jsonl")
 
 This is what `xweave tune MODEL` runs. Each task first measures its default schedule
 (a `baseline` record: compiling with the records uses a tuned schedule only where it
-beat that measurement by `dispatch.MIN_GAIN`), then `trials` points in total per task.
+beat that measurement by `records.MIN_GAIN`), then `trials` points in total per task.
 The records file is appended to and resumed from: running the same command again
 after an interruption measures only what is missing.
 
@@ -23,18 +23,45 @@ schedule of a kernel that is not `MIN_GAIN` faster inside the model.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sys
+import tempfile
+import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from xweave.autotune.kernel_tasks import extract_tasks
+from xweave.autotune.measure import LocalBuilder, LocalRunner
+from xweave.autotune.search import TUNERS
+from xweave.autotune.tune import plot_curves, tune
 from xweave.errors import XweaveError
-from xweave.autotune.dispatch import MIN_GAIN
+from xweave.records import (
+    MIN_GAIN,
+    MODEL_CHECK,
+    RecordWarning,
+    RecordWriter,
+    is_ok,
+    load_many,
+    load_model_checks,
+    load_records,
+    same_target,
+    target_info,
+    task_target,
+    xweave_version,
+)
+from xweave.runtime.threads import NUM_THREADS_ENV, check_num_threads
 from xweave.target import as_target
+
+if TYPE_CHECKING:
+    from xweave.pipeline import CompileOptions
+
+# The compiler is imported inside the functions that compile, by design: measurement
+# workers import `xweave.autotune` (this module too) and compile nothing.
 
 RUNNERS = ("local", "cluster")
 
@@ -43,30 +70,9 @@ class TuneError(XweaveError):
     """Bad options or files for `xweave tune`."""
 
 
-@contextlib.contextmanager
-def plain_warnings() -> Iterator[None]:
-    """Show warnings as one `warning: ...` line on stderr (no source line), each text
-    once (a records file is read once per task: a bad line is still one warning)."""
-    original = warnings.showwarning
-    shown: set[str] = set()
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if str(message) not in shown:
-            shown.add(str(message))
-            print(f"warning: {message}", file=file or sys.stderr)
-
-    warnings.showwarning = show
-    try:
-        yield
-    finally:
-        warnings.showwarning = original
-
-
 def check_records_file(path: str | os.PathLike, must_exist: bool = False) -> None:
     """Refuse a records path that is a directory, or an existing file none of whose
     lines is a tuning record (appending to it would damage someone else's file)."""
-    from xweave.autotune.records import RecordWarning, load_records
-
     p = Path(path)
     if p.is_dir():
         raise TuneError(f"{path}: is a directory, expected a tuning-records file")
@@ -88,15 +94,13 @@ def check_records_file(path: str | os.PathLike, must_exist: bool = False) -> Non
 
 def _measurers(runner: str, address: str | None, builders: int | None, timeout: float,
                target_label: str | None):
-    from xweave.autotune.measure import LocalBuilder, LocalRunner
-
     if runner == "local":
         return (LocalBuilder(n_parallel=builders, timeout=timeout),
                 LocalRunner(timeout=timeout))
     if runner == "cluster":
         if not address:
             raise TuneError("--runner cluster needs --address HOST:PORT")
-        try:
+        try:  # lazy by design: the cluster runner needs the optional `distributed`
             from xweave.autotune.cluster import ClusterBuilder, ClusterRunner
         except ImportError as e:
             raise TuneError(f"the cluster runner is not available ({e})") from None
@@ -124,9 +128,16 @@ def tune_model(
     transfer: bool = False,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    fuse: bool = True,
+    layout: bool = True,
+    winograd: bool = True,
 ) -> list[Any]:
     """Tune every task of `model` (see `kernel_tasks.extract_tasks`), appending to
     `records_path`; returns one `TuneResult` per task.
+
+    The kernels tuned are those `xweave.build` compiles with the same `target`,
+    `fuse`, `layout` and `winograd` (one `pipeline.CompileOptions`); compile with the
+    same choices for the records to apply.
 
     `trials` is per task (resumed records count); `threads` sets the threads of the
     measured code (`XWEAVE_NUM_THREADS` in the runner); `builders` the build
@@ -135,17 +146,15 @@ def tune_model(
     `address` (`autotune.cluster`), on workers advertising `target_label` (default:
     this machine's label).
     """
-    from xweave.autotune.kernel_tasks import extract_tasks
-    from xweave.autotune.records import task_target
-    from xweave.autotune.search import TUNERS
-    from xweave.autotune.tune import tune
-    from xweave.driver import ACCELERATORS
-    from xweave.runtime.threads import NUM_THREADS_ENV, check_num_threads
-
     log = log or (lambda text: print(text, file=sys.stderr))
+    from xweave.pipeline import CompileOptions, offload_target  # lazy: see the note above
+
     target = as_target(target)
-    if not target.is_cpu and target.kind not in ACCELERATORS:
-        raise TuneError(f"unknown target '{target}' (available: llvm, {', '.join(ACCELERATORS)})")
+    if not target.is_cpu:
+        try:
+            offload_target(target.kind)
+        except XweaveError as e:
+            raise TuneError(str(e)) from None
     if tuner not in TUNERS:
         raise TuneError(f"unknown tuner '{tuner}' (expected one of: {', '.join(TUNERS)})")
     if trials < 1:
@@ -156,7 +165,9 @@ def tune_model(
         check_num_threads(threads)
     check_records_file(records_path)
 
-    tasks = extract_tasks(model, input_shapes, target=target if target.is_cpu else None)
+    options = CompileOptions(target if target.is_cpu else None, fuse=fuse, layout=layout,
+                             winograd=winograd)
+    tasks = extract_tasks(model, input_shapes, options=options)
     if max_tasks is not None:
         tasks = tasks[:max_tasks]
     if not tasks:
@@ -192,7 +203,7 @@ def tune_model(
                   f"{failed} error(s); stopped: {result.stop_reason}")
         if runner == "local" and target.is_cpu:
             check_in_model(model, records_path, threads, input_shapes, log=log,
-                           target=str(target))
+                           options=options)
     finally:
         builder.close()
         run.close()
@@ -207,27 +218,18 @@ def tune_model(
 def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | None = None,
                    input_shapes: dict[str, tuple[int, ...]] | None = None, rounds: int = 5,
                    repeat: int = 10, log: Callable[[str], None] | None = None,
-                   target: str | None = None) -> dict[str, tuple[float, float]]:
-    """Time every tuned kernel inside the model (built for `target`, default: the
-    default target) against its default schedule and append a `model_check` record per
-    tuned workload; returns workload key -> (tuned ms, default ms), summed over the
-    kernel's calls (medians of `rounds` alternating profiles of `repeat` runs each)."""
-    import tempfile
-    import time
+                   options: CompileOptions | None = None) -> dict[str, tuple[float, float]]:
+    """Time every tuned kernel inside the model (built with `options`: its target,
+    default the default target, and its fuse, layout and winograd choices) against its
+    default schedule and append a `model_check` record per tuned workload; returns
+    workload key -> (tuned ms, default ms), summed over the kernel's calls (medians of
+    `rounds` alternating profiles of `repeat` runs each)."""
+    from xweave.driver import build  # lazy: see the note above
+    from xweave.pipeline import CompileOptions
+    from xweave.schedules.tuned import tuned_schedules
 
-    import numpy as np
-
-    import xweave
-    from xweave.autotune.dispatch import tuned_schedules
-    from xweave.autotune.records import (
-        MODEL_CHECK,
-        RecordWriter,
-        load_model_checks,
-        load_records,
-        target_info,
-        xweave_version,
-    )
-
+    options = options or CompileOptions()
+    target = str(options.target) if options.target is not None else None
     log = log or (lambda text: print(text, file=sys.stderr))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -248,12 +250,13 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
                     "the model")
             return {}
         log(f"model check: timing {len(best)} tuned kernel(s) inside the model")
-        options = {"input_shapes": input_shapes, "threads": threads, "profile": True,
-                   "target": target}
-        default = xweave.build(model, **options)
+        build_options = {"input_shapes": input_shapes, "threads": threads, "profile": True,
+                         "target": target, "fuse": options.fuse, "layout": options.layout,
+                         "winograd": options.winograd}
+        default = build(model, **build_options)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
-            tuned = xweave.build(model, tuning_records=measured, **options)
+            tuned = build(model, tuning_records=measured, **build_options)
         lines = {str(i): str(r["_line"]) for i, r in enumerate(records, start=1)}
         for w in caught:  # about the records: name the user's file and line
             text = re.sub(rf"^{re.escape(str(measured))}:(\d+):",
@@ -294,16 +297,12 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
 
 def _up_to_date(check: dict | None, record: dict, threads: int | None, target) -> bool:
     """Whether a model check already timed this record's schedule here, for `target`."""
-    from xweave.autotune.records import target_info
-
     return (check is not None and check["schedule"] == record["schedule"]
             and check.get("threads") == threads and check.get("target") == target_info(target))
 
 
 def _default_gflops(task, records_path, target: dict | None = None) -> float:
     """GFLOP/s of the default schedule of `task` in the records (0 if not measured)."""
-    from xweave.autotune.records import is_ok, load_records, same_target
-
     point = task.default_point()
     if point is None:
         return 0.0
@@ -317,19 +316,16 @@ def _default_gflops(task, records_path, target: dict | None = None) -> float:
 
 def plot_records(paths: list[str], out_png: str | os.PathLike) -> dict:
     """`tune.plot_curves` with clear errors for missing files or matplotlib."""
-    from xweave.autotune.records import load_many
-    from xweave.autotune.tune import plot_curves
-
     for p in paths:
         check_records_file(p, must_exist=True)
     if not load_many(paths):
         raise TuneError(f"{', '.join(paths)}: no tuning records to plot")
-    try:
+    try:  # lazy by design: plots need the optional matplotlib
         import matplotlib  # noqa: F401
     except ImportError:
         raise TuneError("--plot needs matplotlib (pip install 'xweave[plot]')") from None
     return plot_curves(paths, out_png)
 
 
-__all__ = ["RUNNERS", "TuneError", "check_in_model", "check_records_file", "plain_warnings",
-           "plot_records", "tune_model"]
+__all__ = ["RUNNERS", "TuneError", "check_in_model", "check_records_file", "plot_records",
+           "tune_model"]

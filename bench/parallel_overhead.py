@@ -133,7 +133,7 @@ def child(policy: str, repeat: int) -> None:
 
     from xweave.context import parse_module
     from xweave.lowering.loop_to_llvm import lower_module
-    from xweave.runtime.jit import compile_llvm
+    from xweave.lowering.llvm_codegen import compile_llvm
 
     module = parse_module(KERNELS)
     lower_module(module)

@@ -31,7 +31,9 @@ CHAINS = (8, 12, 16, 24)
 def _kernel(lanes: int, chains: int):
     import llvmlite.ir as ir
 
-    from xweave.runtime.jit import compile_llvm, load_object
+    from xweave.lowering.llvm_codegen import compile_llvm
+
+    from xweave.runtime.jit import load_object
 
     f32 = ir.FloatType()
     vec = ir.VectorType(f32, lanes)

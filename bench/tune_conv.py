@@ -111,6 +111,7 @@ def main() -> None:
 
     from xweave.autotune import LocalBuilder, LocalRunner, measure_points, plot_curves, tune
     from xweave.autotune.kernel_tasks import extract_tasks
+    from xweave.pipeline import CompileOptions
 
     layers = args.layers.split(",")
     tuners = args.tuners.split(",")
@@ -125,7 +126,7 @@ def main() -> None:
             size, cin, cout, k, stride, pad, groups = RESNET18[name]
             model = conv_model(size, cin, cout, k, stride, pad, groups)
             # The direct conv (the paper's tasks), also where a build would use Winograd.
-            task = max((t for t in extract_tasks(model, winograd=False) if t.is_reduction),
+            task = max((t for t in extract_tasks(model, options=CompileOptions(winograd=False)) if t.is_reduction),
                        key=lambda t: t.flops)
             (default,) = measure_points(task, [task.default_point()], builder, runner)
             time_onnxruntime = onnxruntime_timer(model, cin, size, args.threads)

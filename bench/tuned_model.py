@@ -3,7 +3,7 @@
     python bench/tuned_model.py --model resnet18 --records r18.jsonl --threads 1
 
 Builds MODEL twice, with default schedules and with `tuning_records` (the best record
-per kernel, applied only where it beat the measured default by `dispatch.MIN_GAIN`),
+per kernel, applied only where it beat the measured default by `schedules.tuned.MIN_GAIN`),
 then times them in `--rounds` alternating rounds (a median of `--repeat` runs each,
 so a change of load hits both alike), then onnxruntime. One JSON line:
 `{"model", "threads", "untuned_ms", "tuned_ms", "ort_ms", "tuning_speedup",

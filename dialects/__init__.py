@@ -1,4 +1,6 @@
-"""xweave's dialects, registered lazily by name (as xDSL's own registry does)."""
+"""xweave's dialects, registered lazily by name (as xDSL's own registry does: these
+getters' imports are lazy by design). The accelerators' dialects are theirs
+(`context.all_dialects` adds them)."""
 
 from collections.abc import Callable
 
@@ -23,14 +25,8 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return TE
 
-    def get_vta():
-        from xweave.dialects.vta import VTA
-
-        return VTA
-
     return {
         "graph": get_graph,
         "loop": get_loop,
         "te": get_te,
-        "vta": get_vta,
     }

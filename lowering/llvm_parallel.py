@@ -49,12 +49,12 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from xweave.dialects import loop
 from xweave.lowering.llvm_builder import PTR, byte_size, element_type, num_elements
+from xweave.lowering.llvm_loops import lower_serial_for
+from xweave.lowering.llvm_params import get_global_name, is_get_global
+from xweave.runtime.abi import NUM_THREADS_GLOBAL
 
 if TYPE_CHECKING:
     from xweave.lowering.loop_to_llvm import FunctionLowering
-
-NUM_THREADS_GLOBAL = "xweave_num_threads"
-"""The i32 global holding the thread count (kept in sync with `runtime.threads`)."""
 
 OUTLINED_ATTR = "xweave.outlined"
 """Marks the functions made from parallel loop bodies."""
@@ -72,8 +72,6 @@ def _icmp(name: str) -> IntegerAttr:
 
 def lower_parallel_for(fl: FunctionLowering, op: loop.ForOp) -> None:
     """The iterations on libgomp's threads (serially when nested in a parallel loop)."""
-    from xweave.lowering.loop_to_llvm import lower_serial_for
-
     if fl.in_parallel_region or op.extent <= 1:
         lower_serial_for(fl, op)
         return
@@ -132,8 +130,6 @@ class _ParallelLoop:
 
     def call_state_read(self, op: Operation) -> tuple[str, ...]:
         """The call state `op` reads: a `get_global` of it, or a call of a function using it."""
-        from xweave.lowering.llvm_params import get_global_name, is_get_global
-
         module = self.fl.module
         if is_get_global(op) and get_global_name(op) in module.call_state:
             return (get_global_name(op),)

@@ -31,9 +31,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 
 from xweave.lowering.llvm_builder import LoweringError, num_elements
+from xweave.runtime.abi import PARAM_PREFIX
 
-PARAM_PREFIX = "xweave_param_"
-"""Prefix of the symbol of every parameter global in the llvm stage."""
 
 GLOBAL_OP_NAMES = ("memref.global", "loop.global")
 GET_GLOBAL_OP_NAMES = ("memref.get_global", "loop.get_global")

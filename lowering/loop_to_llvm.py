@@ -46,54 +46,38 @@ A loop kind's lowering is a function `(FunctionLowering, loop.ForOp) -> None`; i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, cf, func, llvm, memref, scf, vector
+from xdsl.dialects import builtin, cf, func, llvm, memref, scf, vector
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
     ArrayAttr,
     DictionaryAttr,
-    IntAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    NoneAttr,
-    StridedLayoutAttr,
     StringAttr,
     UnitAttr,
-    VectorType,
-    i8,
     i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-    AffineSymExpr,
-)
 from xdsl.passes import ModulePass
 
 from xweave.dialects import loop
+from xweave.lowering.llvm_addressing import UNBOUNDED, AddressBuilder, access_parts, pow2
 from xweave.lowering.llvm_builder import (
     PTR,
-    FunctionBuilder,
     LoweringError,
     byte_size,
     convert_type,
     llvm_array_type,
     num_elements,
-    row_major_strides,
     unsupported,
 )
+from xweave.lowering.llvm_loops import NO_LLVM_UNROLL, ForLowering, lower_serial_for
 from xweave.lowering.llvm_params import (
     call_state_uses,
     extract_params,
@@ -163,40 +147,6 @@ def lower_module(module: ModuleOp) -> None:
 # ----------------------------------------------------------------------------------
 # Loops: one lowering per kind
 # ----------------------------------------------------------------------------------
-
-ForLowering = Callable[["FunctionLowering", loop.ForOp], None]
-
-
-REGISTER_BLOCK_FMAS = 13
-"""A serial loop whose body (nested loops aside) holds at least this many vector FMAs
-is the reduction step of a register block: its back edge carries `NO_LLVM_UNROLL`,
-and LLVM does not unroll it. Unrolled (by 2), LLVM hoists the next step's broadcasts
-above the FMAs and the accumulators spill to the stack: SqueezeNet's 1000-class 1x1
-conv (13 x 8 block, 15 of the 16 ymm registers) ran 1.3x faster without. Smaller
-blocks keep the unroll (turning it off everywhere made whole models ~12% slower)."""
-
-NO_LLVM_UNROLL = "xweave.no_llvm_unroll"
-"""Unit attribute of an `llvm.cond_br` closing a loop LLVM must not unroll (becomes
-`!llvm.loop` metadata in `runtime.jit`)."""
-
-
-def is_register_block_step(op: loop.ForOp) -> bool:
-    """Whether `op`'s body is one step of a register-blocked reduction (see
-    `REGISTER_BLOCK_FMAS`)."""
-    fmas = sum(isinstance(o, vector.FMAOp) for o in op.body.block.ops)
-    return fmas >= REGISTER_BLOCK_FMAS
-
-
-def lower_serial_for(fl: FunctionLowering, op: loop.ForOp) -> None:
-    """The iterations one after the other, in order."""
-
-    def body(iv: SSAValue) -> None:
-        fl.map(op.induction_var, iv)
-        fl.lower_ops(op.body.block)
-
-    lb, ub, step = op.lb.value.data, op.ub.value.data, op.step.value.data
-    fl.emit_counted_loop(lb, ub, step, body, llvm_unroll=not is_register_block_step(op))
-
 
 FOR_LOWERINGS: dict[loop.ForKind, ForLowering] = {
     loop.ForKind.SERIAL: lower_serial_for,
@@ -325,8 +275,8 @@ class _ModuleLowering:
                 size = loop.buffer_bytes(cast(MemRefType, value.type))
                 return base, start + owner.offset, start + owner.offset + size
             if isinstance(owner, Operation) and is_get_global(owner):
-                return ("global", get_global_name(owner)), 0, _UNBOUNDED
-            return value, 0, _UNBOUNDED
+                return ("global", get_global_name(owner)), 0, UNBOUNDED
+            return value, 0, UNBOUNDED
 
         for function in functions:
             for op in function.walk():
@@ -407,7 +357,7 @@ def _signature(op: func.FuncOp, call_state: int = 0) -> llvm.LLVMFunctionType:
 # ----------------------------------------------------------------------------------
 
 
-class FunctionLowering(FunctionBuilder):
+class FunctionLowering(AddressBuilder):
     """Builds the `llvm.func` body of one `func.func`."""
 
     def __init__(self, module: _ModuleLowering, op: func.FuncOp, ftype: llvm.LLVMFunctionType):
@@ -419,11 +369,8 @@ class FunctionLowering(FunctionBuilder):
         """Call-state global -> the argument holding this call's copy."""
         self.in_parallel_region = False
         """Building the body of a parallel loop: nested parallel loops run serially."""
-        self.buffer_alignment: dict[SSAValue, int] = {}
-        """Source buffer -> alignment (bytes) of its start, for buffers allocated here."""
         self.heap_buffers: list[SSAValue] = []
         """Buffers to free before every return."""
-        self._addresses: dict[tuple[object, ...], SSAValue] = {}
         self.block_map: dict[Block, Block] = {}
         """Source block -> lowered block, for functions made of several blocks (cf)."""
         self.handlers: dict[type[Operation], Callable[[Operation], None]] = {
@@ -636,7 +583,7 @@ class FunctionLowering(FunctionBuilder):
         self.map(op.result, self.byte_offset(source, op.offset))
         known = self.buffer_alignment.get(op.source)
         if known is not None:
-            self.buffer_alignment[op.result] = min(known, _pow2(op.offset))
+            self.buffer_alignment[op.result] = min(known, pow2(op.offset))
 
     def emit_heap_alloc(self, op: Operation, nbytes: int, align: int) -> SSAValue:
         """`aligned_alloc(align, nbytes rounded up)`, freed at every return.
@@ -672,185 +619,25 @@ class FunctionLowering(FunctionBuilder):
         self.map(op.results[0], self.emit1(llvm.AddressOfOp(param_symbol(name), PTR)))
 
     def lower_load(self, op: Operation) -> None:
-        base, indices, amap = _access_parts(op)
+        base, indices, amap = access_parts(op)
         t = convert_type(op.results[0].type)
         ptr = self.address(base, indices, amap)
         align = self.access_alignment(base, indices, amap, t)
         self.map(op.results[0], self.emit1(llvm.LoadOp(ptr, t, alignment=align)))
 
     def lower_prefetch(self, op: loop.PrefetchOp) -> None:
-        base, indices, amap = _access_parts(op)
+        base, indices, amap = access_parts(op)
         ptr = self.address(base, indices, amap)
         # (address, write, locality 3 = keep in all levels, data cache)
         args = [ptr, self.const(int(op.is_write), i32), self.const(3, i32), self.const(1, i32)]
         self.emit(llvm.CallIntrinsicOp("llvm.prefetch.p0", args, []))
 
     def lower_store(self, op: Operation) -> None:
-        base, indices, amap = _access_parts(op)
+        base, indices, amap = access_parts(op)
         value = self.get(op.operands[0])
         ptr = self.address(base, indices, amap)
         align = self.access_alignment(base, indices, amap, value.type)
         self.emit(llvm.StoreOp(value, ptr, alignment=align))
-
-    def access_alignment(
-        self,
-        base: SSAValue,
-        indices: Sequence[SSAValue],
-        amap: AffineMap | None,
-        access_type: Attribute,
-    ) -> int:
-        """The alignment (bytes) of an access: the element's, or for a vector access
-        what the buffer's start alignment and the offset prove (e.g. 32 for
-        `%buf[%i, %jo * 8]` of a `memref<64x64xf32>` allocated here: rows of 256 bytes,
-        `jo * 8` floats = multiples of 32 bytes).
-
-        Only buffers allocated by the function have a known start alignment (64 bytes
-        on the heap, 32 on the stack); kernel arguments (numpy arrays: 16 bytes at
-        best) and parameters keep the element's alignment."""
-        t = cast(MemRefType, base.type)
-        element = byte_size(t.get_element_type())
-        known = self.buffer_alignment.get(base)
-        if not isinstance(access_type, VectorType) or known is None:
-            return element
-        strides, offset = _layout(t)
-        if amap is None:
-            amap = AffineMap.identity(len(indices))
-        align = min(known, _pow2(offset * element))
-        for expr, stride in zip(amap.results, strides):
-            align = min(align, _expr_alignment(expr, indices, amap.num_dims, stride * element))
-        return max(element, min(align, 64))
-
-    def address(
-        self, base: SSAValue, indices: Sequence[SSAValue], amap: AffineMap | None
-    ) -> SSAValue:
-        """`&base[map(indices)]`: one linear i64 offset and a `getelementptr inbounds`."""
-        t = cast(MemRefType, base.type)
-        shape = t.get_shape()
-        strides, offset = _layout(t)
-        operands = [self.get(v) for v in indices]
-        terms: dict[SSAValue, int] = {}
-        const = offset
-        if amap is None:
-            for value, stride in zip(operands, strides):
-                terms[value] = terms.get(value, 0) + stride
-        else:
-            if len(amap.results) != len(shape):
-                raise LoweringError(
-                    f"convert-loop-to-llvm: map {amap} does not index a {t}"
-                )
-            for expr, stride in zip(amap.results, strides):
-                const += self._linearize(expr, operands, amap.num_dims, stride, terms)
-        ptr = self.get(base)
-        # The same address in the same block (a load then a store of an accumulator)
-        # is computed once: less IR to translate; LLVM would merge them anyway.
-        key = (self.block, ptr, tuple(terms.items()), const)
-        cached = self._addresses.get(key)
-        if cached is not None:
-            return cached
-        self._addresses[key] = address = self._gep(ptr, t, self.emit_linear(terms, const))
-        return address
-
-    def _gep(self, ptr: SSAValue, t: MemRefType, offset: SSAValue | int) -> SSAValue:
-        return self.gep(ptr, convert_type(t.get_element_type()), offset)
-
-    def byte_offset(self, ptr: SSAValue, offset: int) -> SSAValue:
-        """`ptr + offset` bytes."""
-        return self.gep(ptr, i8, offset)
-
-    def gep(self, ptr: SSAValue, element: Attribute, offset: SSAValue | int) -> SSAValue:
-        """`getelementptr inbounds element, ptr, offset` with an i64 offset.
-
-        A constant offset is folded into the op only when it fits its i32 constant
-        indices; a larger one (a buffer past 2 GiB) is an i64 constant operand."""
-        if isinstance(offset, int):
-            if offset == 0:
-                return ptr
-            if -(2**31) <= offset < 2**31:
-                return self.emit1(llvm.GEPOp(ptr, [offset], element, inbounds=True))
-            offset = self.const(offset)
-        return self.emit1(
-            llvm.GEPOp(ptr, [llvm.GEP_USE_SSA_VAL], element, [offset], inbounds=True)
-        )
-
-    def _linearize(
-        self,
-        expr: AffineExpr,
-        operands: Sequence[SSAValue],
-        num_dims: int,
-        scale: int,
-        terms: dict[SSAValue, int],
-    ) -> int:
-        """Add `scale * expr` to `terms` (value -> coefficient); return its constant part."""
-        match expr:
-            case AffineConstantExpr(value=v):
-                return scale * v
-            case AffineDimExpr(position=p):
-                value = operands[p]
-            case AffineSymExpr(position=p):
-                value = operands[num_dims + p]
-            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-                const = self._linearize(lhs, operands, num_dims, scale, terms)
-                return const + self._linearize(rhs, operands, num_dims, scale, terms)
-            case AffineBinaryOpExpr(
-                kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)
-            ):
-                return self._linearize(lhs, operands, num_dims, scale * c, terms)
-            case AffineBinaryOpExpr(
-                kind=AffineBinaryOpKind.Mul, lhs=AffineConstantExpr(value=c), rhs=rhs
-            ):
-                return self._linearize(rhs, operands, num_dims, scale * c, terms)
-            case _:
-                value = self._emit_expr(expr, operands, num_dims)
-        if scale:
-            terms[value] = terms.get(value, 0) + scale
-        return 0
-
-    def _emit_expr(self, expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int) -> SSAValue:
-        """An affine expression as an i64 value (for the non-linear parts: div, mod, ...)."""
-        match expr:
-            case AffineConstantExpr(value=v):
-                return self.const(v)
-            case AffineDimExpr(position=p):
-                return operands[p]
-            case AffineSymExpr(position=p):
-                return operands[num_dims + p]
-            case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
-                a = self._emit_expr(lhs, operands, num_dims)
-                b = self._emit_expr(rhs, operands, num_dims)
-                if kind == AffineBinaryOpKind.Add:
-                    return self.emit1(llvm.AddOp(a, b, overflow=_NSW))
-                if kind == AffineBinaryOpKind.Mul:
-                    return self.emit1(llvm.MulOp(a, b, overflow=_NSW))
-                # mod, floordiv, ceildiv: the divisor is a positive constant in affine maps
-                q = self.emit1(llvm.SDivOp(a, b))
-                r = self.emit1(llvm.SRemOp(a, b))
-                negative = self.emit1(llvm.ICmpOp(r, self.const(0), _SLT))
-                if kind == AffineBinaryOpKind.Mod:
-                    return self.emit1(llvm.SelectOp(negative, self.emit1(llvm.AddOp(r, b)), r))
-                if kind == AffineBinaryOpKind.FloorDiv:
-                    one = self.emit1(llvm.ZExtOp(negative, i64))
-                    return self.emit1(llvm.SubOp(q, one))
-                positive = self.emit1(
-                    llvm.ICmpOp(self.const(0), r, _SLT)
-                )
-                return self.emit1(llvm.AddOp(q, self.emit1(llvm.ZExtOp(positive, i64))))
-        raise LoweringError(f"convert-loop-to-llvm: unexpected affine expression {expr}")
-
-    def emit_linear(self, terms: dict[SSAValue, int], const: int) -> SSAValue | int:
-        """`sum(coeff * value) + const` as i64 (an int when there are no terms)."""
-        total: SSAValue | None = None
-        for value, coeff in terms.items():
-            if coeff == 0:
-                continue
-            term = value
-            if coeff != 1:
-                term = self.emit1(llvm.MulOp(value, self.const(coeff), overflow=_NSW))
-            total = term if total is None else self.emit1(llvm.AddOp(total, term, overflow=_NSW))
-        if total is None:
-            return const
-        if const:
-            total = self.emit1(llvm.AddOp(total, self.const(const), overflow=_NSW))
-        return total
 
     # --- calls, returns, casts ------------------------------------------------------
 
@@ -887,75 +674,3 @@ class FunctionLowering(FunctionBuilder):
         if value.type != convert_type(op.outputs[0].type):
             raise unsupported(op, f"from {op.inputs[0].type} to {op.outputs[0].type}")
         self.map(op.outputs[0], value)
-
-
-_UNBOUNDED = 1 << 62
-
-
-def _pow2(n: int) -> int:
-    """The largest power of two dividing `n` (unbounded for 0)."""
-    n = abs(n)
-    return n & -n if n else _UNBOUNDED
-
-
-def _value_alignment(value: SSAValue) -> int:
-    """The largest power of two dividing every value `value` takes (1 if unknown)."""
-    owner = value.owner
-    if isinstance(owner, Block) and isinstance(owner.parent_op(), loop.ForOp):
-        for_op = cast(loop.ForOp, owner.parent_op())
-        return _pow2(math.gcd(for_op.lb.value.data, for_op.step.value.data))
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return _pow2(owner.value.value.data)
-    return 1
-
-
-def _expr_alignment(
-    expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int, scale: int
-) -> int:
-    """The largest power of two known to divide `scale * expr` (bytes)."""
-    match expr:
-        case AffineConstantExpr(value=v):
-            return _pow2(scale * v)
-        case AffineDimExpr(position=p):
-            return min(_UNBOUNDED, _pow2(scale) * _value_alignment(operands[p]))
-        case AffineSymExpr(position=p):
-            return min(_UNBOUNDED, _pow2(scale) * _value_alignment(operands[num_dims + p]))
-        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-            return min(
-                _expr_alignment(lhs, operands, num_dims, scale),
-                _expr_alignment(rhs, operands, num_dims, scale),
-            )
-        case AffineBinaryOpExpr(
-            kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)
-        ) | AffineBinaryOpExpr(
-            kind=AffineBinaryOpKind.Mul, lhs=AffineConstantExpr(value=c), rhs=lhs
-        ):
-            return _expr_alignment(lhs, operands, num_dims, scale * c)
-    return _pow2(scale)  # div/mod: some integer, times scale
-
-
-def _access_parts(op: Operation) -> tuple[SSAValue, Sequence[SSAValue], AffineMap | None]:
-    """(memref, index operands, affine map or None for plain indices) of a load/store."""
-    if isinstance(op, loop.LoadOp | loop.StoreOp | loop.PrefetchOp):
-        return op.memref, op.indices, op.map.data
-    if isinstance(op, memref.LoadOp | memref.StoreOp):
-        return op.memref, op.indices, None
-    if isinstance(op, vector.LoadOp | vector.StoreOp):
-        return op.base, op.indices, None
-    raise unsupported(op)
-
-
-def _layout(t: MemRefType) -> tuple[list[int], int]:
-    """Element strides and offset of a memref (identity layout: row-major, offset 0)."""
-    layout = t.layout
-    if isinstance(layout, NoneAttr):
-        return row_major_strides(t.get_shape()), 0
-    if isinstance(layout, AffineMapAttr) and layout.data == AffineMap.identity(t.get_num_dims()):
-        return row_major_strides(t.get_shape()), 0
-    if isinstance(layout, StridedLayoutAttr):
-        strides = [s.data if isinstance(s, IntAttr) else None for s in layout.strides.data]
-        offset = layout.offset.data if isinstance(layout.offset, IntAttr) else None
-        if None not in strides and offset is not None:
-            return cast(list[int], strides), offset
-    raise LoweringError(f"convert-loop-to-llvm: unsupported layout of {t}")
-

@@ -1,7 +1,8 @@
-"""Every xweave pass (rewrites in `passes/`, conversions in `lowering/`), by name.
+"""The rewrites in `passes/`, by name (`pipeline.all_passes` adds the conversions of
+`lowering/`, `schedule-kernels` and the accelerators' passes).
 
-Keys are kept in alphabetical order; each getter imports its module lazily so
-that `xweave-opt --help` stays fast.
+Keys are kept in alphabetical order; each getter imports its module lazily, as xDSL's
+own registry does, so that `xweave-opt --help` stays fast.
 """
 
 from collections.abc import Callable
@@ -10,27 +11,7 @@ from xdsl.passes import ModulePass
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Every xweave pass, keyed by its command-line name."""
-
-    def convert_graph_to_te():
-        from xweave.lowering.graph_to_te import ConvertGraphToTePass
-
-        return ConvertGraphToTePass
-
-    def convert_loop_to_llvm():
-        from xweave.lowering.loop_to_llvm import ConvertLoopToLLVMPass
-
-        return ConvertLoopToLLVMPass
-
-    def convert_loop_to_vta():
-        from xweave.lowering.loop_to_vta import ConvertLoopToVTAPass
-
-        return ConvertLoopToVTAPass
-
-    def convert_te_to_loop():
-        from xweave.lowering.te_to_loop import ConvertTeToLoopPass
-
-        return ConvertTeToLoopPass
+    """Every pass of `passes/`, keyed by its command-line name."""
 
     def graph_alter_layout():
         from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
@@ -182,16 +163,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VirtualThreadsPass
 
-    def schedule_kernels():
-        from xweave.schedules import ScheduleKernelsPass
-
-        return ScheduleKernelsPass
-
     return {
-        "convert-graph-to-te": convert_graph_to_te,
-        "convert-loop-to-llvm": convert_loop_to_llvm,
-        "convert-loop-to-vta": convert_loop_to_vta,
-        "convert-te-to-loop": convert_te_to_loop,
         "count-kernel-flops": count_kernel_flops,
         "graph-alter-layout": graph_alter_layout,
         "graph-calibrate": graph_calibrate,
@@ -220,7 +192,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-vectorize": loop_vectorize,
         "plan-memory": plan_memory,
         "profile-kernels": profile_kernels,
-        "schedule-kernels": schedule_kernels,
         "tensorize": tensorize,
         "virtual-threads": virtual_threads,
     }

@@ -39,6 +39,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from xweave.dialects import graph
+from xweave.dialects.interpreters import make_interpreter
 
 
 def constant_name(op: graph.ConstantOp, suffix: str) -> str:
@@ -111,7 +112,5 @@ class GraphFoldConstantsPass(ModulePass):
     than the operands."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from xweave.dialects.interpreters import make_interpreter
-
         pattern = FoldConstantOperation(make_interpreter(op), self.max_elements)
         PatternRewriteWalker(GreedyRewritePatternApplier([pattern])).rewrite_module(op)

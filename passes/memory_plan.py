@@ -56,9 +56,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-
-ARENA = "xweave_arena"
-"""Symbol of the arena global (call state: each call of @main is given a buffer of its size)."""
+from xweave.runtime.abi import ARENA
 PEAK_ATTR = "xweave.peak_memory_bytes"
 """Module attribute: the arena's size in bytes."""
 UNPLANNED_ATTR = "xweave.unplanned_memory_bytes"

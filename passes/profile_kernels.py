@@ -60,9 +60,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-
-PROFILE_GLOBAL = "xweave_profile"
-"""The i64 global with one nanosecond counter per wrapped call."""
+from xweave.runtime.abi import PROFILE_GLOBAL
 CLOCK_FUNCTION = "xweave_profile_clock"
 """The function returning the monotonic clock in nanoseconds."""
 KERNELS_ATTR = "xweave.profile_kernels"

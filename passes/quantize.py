@@ -64,6 +64,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph
+from xweave.dialects.interpreters import make_interpreter
 from xweave.errors import InputError, XweaveError
 
 CALIBRATION_ATTR = "xweave.calibration"
@@ -176,8 +177,6 @@ def observe(module: ModuleOp, values: list[SSAValue], samples: list[dict[str, np
             ) -> list[float]:
     """The largest |x| each of `values` (of @main) takes over `samples`, by interpreting a
     copy of the module whose @main also returns them."""
-    from xweave.dialects.interpreters import make_interpreter
-
     main = _main(module)
     index = {v: i for i, v in enumerate(_main_values(main))}
     copy = module.clone()

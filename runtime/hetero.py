@@ -1,20 +1,27 @@
-"""A model split between the CPU and an accelerator: compile, run, export, load.
+"""A model split between the CPU and an accelerator: run, export, load.
 
-A `HeteroModule` executes the steps of an offload plan (`accel/vta/offload.py`) in
-order over a table of named tensors: a CPU step is a `CompiledModule` built through the
-ordinary LLVM pipeline, an accelerator step is a layer object whose `run(x)` returns
-`(output, report)` (for VTA, the simulator's `SimReport`: cycles and utilization). The
-reports of the last run are kept per layer (`layer_reports`).
+A `HeteroModule` executes the steps of an offload plan (`accel/offload.py`; compiled by
+`pipeline.compile_model`) in order over a table of named tensors: a CPU step is a
+`CompiledModule`, an accelerator step is a layer object of the accelerator's:
+
+* `run(x) -> (output, report)`: `report` is the simulator's or device's account of the
+  run (`total_cycles`, `compute_utilization`, and `seconds` if it knows its clock), or
+  None;
+* `name`, `describe() -> str`: for summaries and reports;
+* `to_json() -> dict`, `arrays() -> {name: array}`: what an export keeps of it;
+* the class's `from_json(description, arrays)` rebuilds it.
+
+The reports of the last run are kept per layer (`layer_reports`).
 
 An exported hetero module is the usual single zip file (`manifest.json` with
 `"target": "<accelerator>"`), holding each CPU segment's object code and parameters and
 each accelerator layer's description and arrays; `xweave.load_module` reads it back
-without recompiling the CPU code (accelerator microcode is generated when a layer runs).
+without recompiling the CPU code (the layer class registered for the accelerator,
+`register_layer_loader`, rebuilds the layers).
 """
 
 from __future__ import annotations
 
-import importlib
 import io
 import os
 import tempfile
@@ -26,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from xweave import plugins
 from xweave.errors import ModelError
 from xweave.runtime.files import write_zip_atomically
 from xweave.runtime.module import (
@@ -33,11 +41,18 @@ from xweave.runtime.module import (
     CompiledModule,
     TensorSpec,
     feeds_and_outputs,
+    load_compiled,
+    read_module_file,
 )
 
-#: How to rebuild an accelerator's layers from an exported module: "module:Class",
-#: where Class.from_json(description, arrays) returns the layer.
-LAYER_LOADERS = {"vta": "xweave.accel.vta.offload:VtaLayer"}
+LAYER_LOADERS: dict[str, Any] = {}
+"""Accelerator name -> the class whose `from_json(description, arrays)` rebuilds one of
+its layers from an exported module (`register_layer_loader`)."""
+
+
+def register_layer_loader(accelerator: str, layer_class: Any) -> None:
+    """Let `xweave.load_module` rebuild the layers of modules for `accelerator`."""
+    LAYER_LOADERS[accelerator] = layer_class
 
 
 @dataclass
@@ -88,26 +103,6 @@ class HeteroModule:
         self.output_keys = output_keys
         self.accelerator = accelerator
         self.layer_reports: list[LayerReport] = []
-
-    @staticmethod
-    def from_plan(plan, inputs: list[TensorSpec], outputs: list[TensorSpec], accelerator: str,
-                  threads: int | None = None, dump_dir: Path | None = None,
-                  **build_options) -> HeteroModule:
-        """Compile the CPU segments of an offload plan with the LLVM pipeline
-        (`build_options`: more keywords of `xweave.build`, e.g. fuse, tuning_records)."""
-        from xweave.accel.vta.offload import CpuSegment
-        from xweave.driver import build
-
-        steps: list[CpuStep | AcceleratorStep] = []
-        for i, step in enumerate(plan.steps):
-            if isinstance(step, CpuSegment):
-                sub = dump_dir / f"cpu{i:02d}" if dump_dir is not None else None
-                compiled = build(step.module, target="llvm", threads=threads, dump_ir=sub,
-                                 **build_options)
-                steps.append(CpuStep(compiled, step.inputs, step.outputs))
-            else:
-                steps.append(AcceleratorStep(step.layer, step.input, step.output))
-        return HeteroModule(steps, inputs, outputs, plan.inputs, plan.outputs, accelerator)
 
     @property
     def cpu_modules(self) -> list[CompiledModule]:
@@ -162,11 +157,13 @@ class HeteroModule:
         known = [r.report for r in self.layer_reports if r.report is not None]
         if known:
             cycles = sum(r.total_cycles for r in known)
-            seconds = sum(r.seconds for r in known)
-            gemm = sum(r.gemm_counter for r in known)
+            busy = sum(r.compute_utilization * r.total_cycles for r in known)
+            timed = all(hasattr(r, "seconds") for r in known)  # a report may count cycles only
+            seconds = sum(r.seconds for r in known) if timed else 0.0
+            clock = f" at {cycles / seconds / 1e6:g} MHz" if seconds else ""
             lines.append(f"{'total':<16} {cycles:>10} cycles  compute util. "
-                         f"{gemm / cycles if cycles else 0:6.1%}  ({seconds * 1e3:.3f} ms "
-                         f"at {known[0].config.clock_mhz:g} MHz)")
+                         f"{busy / cycles if cycles else 0:6.1%}"
+                         + (f"  ({seconds * 1e3:.3f} ms{clock})" if timed else ""))
         return "\n".join(lines)
 
     # --- export / load -------------------------------------------------------------------
@@ -210,12 +207,12 @@ def _exported_bytes(module: CompiledModule) -> bytes:
 
 
 def _load_bytes(data: bytes) -> CompiledModule:
-    from xweave.runtime.module import load_module
-
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "segment.xwm"
         path.write_bytes(data)
-        return load_module(path)  # pyright: ignore[reportReturnType]
+        zf, manifest = read_module_file(path)
+        with zf:
+            return load_compiled(path, zf, manifest)
 
 
 def _npz(zf: zipfile.ZipFile, name: str) -> dict[str, np.ndarray]:
@@ -224,12 +221,13 @@ def _npz(zf: zipfile.ZipFile, name: str) -> dict[str, np.ndarray]:
 
 
 def _layer_class(accelerator: str):
-    spec = LAYER_LOADERS.get(accelerator)
-    if spec is None:
+    if accelerator not in LAYER_LOADERS:
+        plugins.load(accelerator)
+    if accelerator not in LAYER_LOADERS:
+        known = sorted(set(LAYER_LOADERS) | set(plugins.BUILTIN))
         raise ModelError(f"modules for target '{accelerator}' cannot be loaded "
-                         f"(known: {', '.join(LAYER_LOADERS)})")
-    module, _, cls = spec.partition(":")
-    return getattr(importlib.import_module(module), cls)
+                         f"(known: {', '.join(known)}; a plug-in registers its own)")
+    return LAYER_LOADERS[accelerator]
 
 
 def load_hetero(path: Path, zf: zipfile.ZipFile, manifest: dict) -> HeteroModule:
@@ -257,24 +255,3 @@ def load_hetero(path: Path, zf: zipfile.ZipFile, manifest: dict) -> HeteroModule
             manifest["input_keys"], manifest["output_keys"], accelerator)
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile) as e:
         raise ModelError(f"{path}: malformed {accelerator} module ({e!r})") from None
-
-
-def build_vta(module, calibration, *, threads: int | None = None,
-              dump_dir: Path | None = None, fuse: bool = True, tuning_records=None,
-              **options) -> HeteroModule:
-    """`xweave.build(..., target="vta")`: quantize and offload the model's conv2d/dense
-    layers (`accel.vta.offload.compile_for_vta`, which takes `options`: config,
-    virtual_threads, min_in_channels), and compile the CPU segments (with
-    `fuse` and `tuning_records` as for target llvm)."""
-    from xweave.accel.vta.offload import ACCELERATOR, compile_for_vta
-    from xweave.context import print_module
-    from xweave.runtime.module import signature_of
-
-    inputs, outputs = signature_of(module)
-    plan = compile_for_vta(module, calibration, **options)
-    if dump_dir is not None:
-        dump_dir.mkdir(parents=True, exist_ok=True)
-        (dump_dir / "00-quantized.mlir").write_text(print_module(module))
-        (dump_dir / "01-offload-plan.txt").write_text(plan.summary() + "\n")
-    return HeteroModule.from_plan(plan, inputs, outputs, ACCELERATOR, threads, dump_dir,
-                                  fuse=fuse, tuning_records=tuning_records)

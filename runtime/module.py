@@ -14,19 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
 
 from xweave.errors import InputError, ModelError
-from xweave.runtime.threads import GOVERNOR, NUM_THREADS_GLOBAL
-from xweave.runtime.profile import (
-    PROFILE_GLOBAL,
-    Profile,
-    ProfileError,
-    ProfileSlot,
-    run_profile,
-    slots_of,
-)
+from xweave.runtime.abi import ARENA, NUM_THREADS_GLOBAL, PROFILE_GLOBAL
+from xweave.runtime.arena import CallStatePool
+from xweave.runtime.jit import JITError, load_object, missing_cpu_features
+from xweave.runtime.profile import Profile, ProfileError, ProfileSlot, run_profile
+from xweave.runtime.threads import GOVERNOR
 from xweave.runtime.files import write_zip_atomically
 from xweave.target import Target, TargetError, host_cpu_name
 
@@ -56,46 +50,6 @@ class TensorSpec:
     @staticmethod
     def from_json(d: dict) -> TensorSpec:
         return TensorSpec(d["name"], tuple(d["shape"]), d["dtype"])
-
-
-def _numpy_dtype(element_type) -> str:
-    from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType
-
-    if isinstance(element_type, Float32Type):
-        return "float32"
-    if isinstance(element_type, Float64Type):
-        return "float64"
-    if isinstance(element_type, IntegerType):
-        width = element_type.width.data
-        return "bool" if width == 1 else f"int{width}"
-    raise ModelError(f"unsupported element type {element_type}")
-
-
-def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
-    """Inputs and outputs of `@main` in a graph-stage module."""
-    main = next(
-        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main"),
-        None,
-    )
-    if main is None:
-        raise ModelError("the module has no @main function")
-
-    def names(attr: str, count: int, prefix: str) -> list[str]:
-        value = main.attributes.get(attr)
-        if isinstance(value, ArrayAttr):
-            return [s.data for s in value.data if isinstance(s, StringAttr)]
-        return [f"{prefix}{i}" for i in range(count)]
-
-    ins = main.function_type.inputs.data
-    outs = main.function_type.outputs.data
-    specs = []
-    for types, attr, prefix in ((ins, "xweave.input_names", "input"), (outs, "xweave.output_names", "output")):
-        specs.append([
-            TensorSpec(name, tuple(t.get_shape()), _numpy_dtype(t.get_element_type()))
-            for name, t in zip(names(attr, len(types), prefix), types)
-            if isinstance(t, TensorType)
-        ])
-    return specs[0], specs[1]
 
 
 def feeds_and_outputs(args: tuple, inputs: Mapping[str, object], outputs: list[TensorSpec]
@@ -144,10 +98,6 @@ class CompiledModule:
 
     def __init__(self, object_bytes: bytes, params: Mapping[str, np.ndarray], compiled=None,
                  verify_params: bool = True):
-        from xweave.runtime.arena import CallStatePool
-        from xweave.runtime.jit import JITError, load_object, missing_cpu_features
-
-
         self.object_bytes = object_bytes
         self.params = dict(params)
         self._compiled = compiled  # the CompiledObject, when built in this process
@@ -209,15 +159,6 @@ class CompiledModule:
     def _refuse(self, *args) -> None:
         raise TargetError(self._not_runnable)
 
-    @staticmethod
-    def from_llvm_module(module: ModuleOp, params: dict[str, np.ndarray],
-                         signature: tuple[list[TensorSpec], list[TensorSpec]]) -> CompiledModule:
-        """Optimize and compile an llvm-dialect module for its target CPU."""
-        from xweave.runtime.jit import compile_llvm
-
-        compiled = compile_llvm(module, abi_of(module, params, signature))
-        return CompiledModule(compiled.object_bytes, params, compiled, verify_params=False)
-
     @property
     def llvm_ir(self) -> str:
         """The optimized LLVM IR (only for a module built in this process)."""
@@ -232,8 +173,6 @@ class CompiledModule:
     def arena(self) -> np.ndarray | None:
         """The arena of an idle call state (allocated if none is idle), for inspection;
         None if the model has no arena."""
-        from xweave.passes.memory_plan import ARENA
-
         if ARENA not in self._state_names:
             return None
         state = self._pool.take()
@@ -368,35 +307,6 @@ def params_digest(params: Mapping[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def abi_of(module: ModuleOp, params: Mapping[str, np.ndarray],
-           signature: tuple[list[TensorSpec], list[TensorSpec]]) -> dict:
-    """The ABI description of a lowered (llvm-dialect) model: inputs, outputs, the call
-    state @main takes after them, the arena size, a profiling build's slots, the
-    parameters and their digest (`compile_llvm` adds the target)."""
-    from xweave.lowering.loop_to_llvm import CALL_STATE_ATTR
-    from xweave.passes.memory_plan import PEAK_ATTR
-
-    peak = module.attributes.get(PEAK_ATTR)
-    main = next((op for op in module.ops if getattr(op, "sym_name", None) is not None
-                 and op.sym_name.data == "main"), None)
-    if main is None:
-        raise ModelError("the module has no @main function")
-    state = main.attributes.get(CALL_STATE_ATTR)
-    slots = slots_of(main.attributes)
-    return {
-        "abi_version": ABI_VERSION,
-        "inputs": [s.to_json() for s in signature[0]],
-        "outputs": [s.to_json() for s in signature[1]],
-        "call_state": [{"name": d.data["name"].data, "nbytes": d.data["nbytes"].value.data}
-                       for d in state.data] if isinstance(state, ArrayAttr) else [],
-        "peak_memory_bytes": peak.value.data if isinstance(peak, IntegerAttr) else None,
-        "profile": [s.to_json() for s in slots] if slots is not None else None,
-        "params": [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name}
-                   for k, v in sorted(params.items())],
-        "params_sha256": params_digest(params),
-    }
-
-
 def _parse_abi(abi: dict) -> dict:
     try:
         if abi.get("abi_version") != ABI_VERSION:
@@ -497,7 +407,8 @@ def _brief(value: object) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _read_zip(path: Path) -> tuple[zipfile.ZipFile, dict]:
+def read_module_file(path: Path) -> tuple[zipfile.ZipFile, dict]:
+    """The opened zip of an exported module and its manifest (a `ModelError` if it is not one)."""
     try:
         zf = zipfile.ZipFile(path)
     except IsADirectoryError:
@@ -518,48 +429,23 @@ def _read_zip(path: Path) -> tuple[zipfile.ZipFile, dict]:
     return zf, manifest
 
 
-def load_module(path: str | os.PathLike, threads: int | None = None) -> CompiledModule:
-    """Load a module written by `CompiledModule.export` (no recompilation).
+def load_compiled(path: Path, zf: zipfile.ZipFile, manifest: dict) -> CompiledModule:
+    """The `CompiledModule` of an opened export (see `runtime.load.load_module`).
 
     The manifest, the object code (its SHA-256, before LLVM reads it) and the
     parameters are checked against each other and against the ABI the code carries; a
-    mismatch or a damaged file is a `ModelError` naming the field or member. Loading
-    runs no model code, but the object is machine code trusted as a shared library
-    is: load modules from sources you trust. `threads=N` runs its parallel loops on N
-    threads (default: `XWEAVE_NUM_THREADS`, else every core; see `set_num_threads`).
+    mismatch or a damaged file is a `ModelError` naming the field or member.
     """
-    from xweave.runtime.threads import check_num_threads, set_num_threads
-
-    if threads is not None:
-        check_num_threads(threads)
-    module = _load_module(path)
-    if threads is not None:
-        for cpu_module in getattr(module, "cpu_modules", [module]):
-            set_num_threads(cpu_module, threads)
-    return module
-
-
-def _load_module(path: str | os.PathLike) -> CompiledModule:
-    path = Path(path)
-    zf, manifest = _read_zip(path)
-    with zf:
-        if manifest.get("target", "llvm") != "llvm":  # CPU + accelerator
-            from xweave.runtime.hetero import load_hetero
-
-            try:
-                return load_hetero(path, zf, manifest)  # pyright: ignore[reportReturnType]
-            except ModelError as e:
-                raise ModelError(_at(path, str(e))) from None
-        _check_version(path, manifest)
-        digest = manifest.get("module_sha256")
-        if not isinstance(digest, str):
-            raise ModelError(f"{path}: manifest field 'module_sha256': expected a string, "
-                             f"got {digest!r:.60}")
-        object_bytes = _member(path, zf, "module.o")
-        if hashlib.sha256(object_bytes).hexdigest() != digest:
-            raise ModelError(f"{path}: module.o does not match the manifest's module_sha256 "
-                             "(the file was modified or truncated)")
-        raw = _member(path, zf, "params.npz")
+    _check_version(path, manifest)
+    digest = manifest.get("module_sha256")
+    if not isinstance(digest, str):
+        raise ModelError(f"{path}: manifest field 'module_sha256': expected a string, "
+                         f"got {digest!r:.60}")
+    object_bytes = _member(path, zf, "module.o")
+    if hashlib.sha256(object_bytes).hexdigest() != digest:
+        raise ModelError(f"{path}: module.o does not match the manifest's module_sha256 "
+                         "(the file was modified or truncated)")
+    raw = _member(path, zf, "params.npz")
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
             params = {k: npz[k] for k in npz.files}
@@ -569,14 +455,14 @@ def _load_module(path: str | os.PathLike) -> CompiledModule:
         module = CompiledModule(object_bytes, params)
         _check_manifest(manifest, module)
     except ModelError as e:
-        raise ModelError(_at(path, str(e))) from None
+        raise ModelError(at_path(path, str(e))) from None
     if not module.runnable:
         raise TargetError(f"{path}: {module._not_runnable}: compile it again with --target "
                           "llvm (or for a CPU without these features)")
     return module
 
 
-def _at(path: Path, message: str) -> str:
+def at_path(path: Path, message: str) -> str:
     """`message` prefixed by `path:` (once)."""
     return message if message.startswith(f"{path}:") else f"{path}: {message}"
 

@@ -17,10 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from xweave.errors import XweaveError
-from xweave.passes.profile_kernels import FLOPS_ATTR, KERNELS_ATTR, PROFILE_GLOBAL
 
-__all__ = ["PROFILE_GLOBAL", "Profile", "ProfileError", "ProfileSlot", "run_profile",
-           "slots_of"]
+__all__ = ["Profile", "ProfileError", "ProfileSlot", "run_profile"]
 
 
 class ProfileError(XweaveError):
@@ -132,17 +130,6 @@ class Profile:
             "calls": [{"index": r.index, "kernel": r.kernel, "median_ms": r.median_ms,
                        "percent": r.percent, "gflops": r.gflops} for r in self.calls],
         }
-
-
-def slots_of(attributes) -> tuple[ProfileSlot, ...] | None:
-    """The profile slots recorded in @main's attributes (None: not a profiling build)."""
-    kernels = attributes.get(KERNELS_ATTR)
-    if kernels is None:
-        return None
-    flops = attributes.get(FLOPS_ATTR)
-    counts = [f.value.data for f in flops.data] if flops is not None else []
-    counts += [0] * (len(kernels.data) - len(counts))
-    return tuple(ProfileSlot(k.data, n) for k, n in zip(kernels.data, counts))
 
 
 def _row(first: str, r: KernelTime, width: int = 4) -> str:

@@ -60,13 +60,13 @@ every core.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 
 from xweave.errors import XweaveError
+from xweave.runtime.abi import NUM_THREADS_GLOBAL
 
-NUM_THREADS_GLOBAL = "xweave_num_threads"
-"""The `i32` global of a compiled object holding its thread count (0: libgomp's default)."""
 
 NUM_THREADS_ENV = "XWEAVE_NUM_THREADS"
 """Environment variable giving the default thread count of loaded objects."""
@@ -141,8 +141,6 @@ def set_num_threads(target, n: int) -> None:
     engine = _engine_of(target)
     address = engine.address(NUM_THREADS_GLOBAL)
     if address:
-        import ctypes
-
         ctypes.c_int32.from_address(address).value = n
     engine._num_threads = n
 
@@ -155,8 +153,6 @@ def get_num_threads(target) -> int:
         return engine._num_threads
     address = engine.address(NUM_THREADS_GLOBAL)
     if address:
-        import ctypes
-
         return ctypes.c_int32.from_address(address).value
     return getattr(engine, "_num_threads", 1)
 

@@ -11,6 +11,7 @@ The `schedule-kernels` pass applies a schedule to every kernel of a module.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -19,10 +20,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
+from xweave.context import make_context
 from xweave.errors import XweaveError
+from xweave.passes import get_all_passes
 from xweave.schedules.analysis import KernelInfo, analyse
 from xweave.schedules.templates import TEMPLATES, Template
+from xweave.schedules.tuned import tuned_schedules
 from xweave.schedules.winograd import WinogradTransform
+from xweave.target import target_of
 
 SPECIFIC: list[Template] = [WinogradTransform()]
 """Templates of particular kernels, tried before the general `TEMPLATES`."""
@@ -71,9 +76,6 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
     refuses, so no snapshot is needed. Without `skip_illegal`, the refusal propagates.
     Any other failure (a bug) raises `ScheduleStepError` naming `kernel` and the step.
     """
-    from xweave.context import make_context
-    from xweave.passes import get_all_passes
-
     ctx = make_context()
     applied = []
     for spec in steps:
@@ -107,9 +109,6 @@ class ScheduleKernelsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         tuned = None
         if self.tuning_records:
-            from xweave.autotune.dispatch import tuned_schedules
-            from xweave.target import target_of
-
             tuned = tuned_schedules(self.tuning_records, target_of(op), self.any_target)
         skipped = {}
         for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
@@ -127,10 +126,6 @@ class ScheduleKernelsPass(ModulePass):
             if tuned is not None and tuned.steps_for(kernel) is not None:
                 tuned.report_refused(kernel, steps, applied)
         if skipped:
-            import warnings
-
-            from xweave.target import target_of
-
             targets = sorted(set(skipped.values()))
             warnings.warn(
                 f"{self.tuning_records}: {len(skipped)} kernel(s) keep their default schedule: "

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xweave as xweave_api
 from xweave.autotune import load_records
-from xweave.autotune.dispatch import TunedSchedules
+from xweave.schedules.tuned import TunedSchedules
 
 BIN = Path(sys.executable).parent
 TUNERS = ("lgbm", "ga", "random", "grid")

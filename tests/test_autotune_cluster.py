@@ -29,7 +29,7 @@ from xweave.autotune.cluster import (  # noqa: E402
     target_resource,
 )
 from xweave.autotune.matmul_task import naive_point  # noqa: E402
-from xweave.autotune.records import target_info as local_target  # noqa: E402
+from xweave.records import target_info as local_target  # noqa: E402
 from xweave.autotune.synthetic import BEHAVIORS  # noqa: E402
 
 A, B = "xw-test-a", "xw-test-b"

@@ -14,20 +14,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 from xweave.autotune import InlineRunner, LocalBuilder, load_records, tune
-from xweave.autotune.dispatch import TunedSchedules, TuningRecordsError
-from xweave.autotune.kernel_tasks import (
-    extract_tasks,
-    kernel_key,
-    loop_stage,
-    model_kernels,
-    retarget,
-    split_pipeline,
-)
-from xweave.autotune.records import RecordWarning
+from xweave.schedules.tuned import TunedSchedules, TuningRecordsError
+from xweave.autotune.kernel_tasks import extract_tasks, loop_stage, model_kernels
+from xweave.records import RecordWarning
 from xweave.autotune.task import WrongAnswerError
 from xweave.dialects.interpreters.graph import conv2d as conv2d_reference
 from xweave.layout import transform_array
 from xweave.schedules import apply_steps
+from xweave.schedules.workload import kernel_key, retarget, split_pipeline
 
 CONV = "conv2d_nchwc"
 """The model's convs feed each other, so they run on channel-blocked data."""
@@ -201,7 +195,7 @@ def test_tiny_kernels_are_checked_with_the_loop_interpreter(tmp_path):
 
 
 def _record(task, point, gflops, error_no=0):
-    from xweave.autotune.records import target_info
+    from xweave.records import target_info
 
     return {"workload": task.workload_key, "task": task.spec(), "target": target_info(),
             "schedule": task.schedule(point), "point": list(point), "config": {},
@@ -236,7 +230,7 @@ def test_build_with_records_applies_the_best_schedule_and_computes_the_same(mode
     (scheduled_file,) = (tmp_path / "tuned").glob("*-scheduled.mlir")
     (default_file,) = (tmp_path / "untuned").glob("*-scheduled.mlir")
     assert scheduled_file.read_text() != default_file.read_text()
-    module = xweave.driver._as_graph_module(loop_file)
+    module = xweave.driver.load_model(loop_file)
     apply_steps(module, split_pipeline(task.schedule(fast)), skip_illegal=False)
     for other in [k for k, _ in model_kernels(module) if not k.sym_name.data.startswith("conv2d_")]:
         from xweave.schedules import default_schedule
@@ -268,7 +262,7 @@ def test_recorded_schedules_are_retargeted_to_the_kernel_name(model, tmp_path):
 @pytest.mark.parametrize("tuned_gflops, applied", [(10.1, False), (10.5, True)])
 def test_a_tuned_schedule_must_beat_the_measured_default_by_min_gain(model, tmp_path,
                                                                      tuned_gflops, applied):
-    from xweave.autotune.dispatch import MIN_GAIN
+    from xweave.schedules.tuned import MIN_GAIN
 
     task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
     default = {**_record(task, task.default_point(), 10.0), "baseline": True}
@@ -287,7 +281,7 @@ def test_a_tuned_schedule_must_beat_the_measured_default_by_min_gain(model, tmp_
 
 @pytest.mark.parametrize("tuned_ms, applied", [(0.99, False), (0.95, True)])
 def test_the_model_check_has_the_last_word(model, tmp_path, tuned_ms, applied):
-    from xweave.autotune.records import MODEL_CHECK, load_model_checks
+    from xweave.records import MODEL_CHECK, load_model_checks
 
     task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))
     default = {**_record(task, task.default_point(), 10.0), "baseline": True}
@@ -309,7 +303,7 @@ def test_the_model_check_has_the_last_word(model, tmp_path, tuned_ms, applied):
 
 
 def test_check_in_model_times_the_tuned_kernels_inside_the_model(model, tmp_path):
-    from xweave.autotune.records import load_model_checks
+    from xweave.records import load_model_checks
     from xweave.autotune.tune_model import check_in_model
 
     task = next(t for t in extract_tasks(model) if t.workload_key.startswith(CONV + "("))

@@ -21,7 +21,7 @@ from xweave.autotune import (
     tune,
 )
 from xweave.autotune.measure import MeasureResult
-from xweave.autotune.records import make_record, target_info
+from xweave.records import make_record, target_info
 
 
 def record(task, point, gflops, error_no=0):

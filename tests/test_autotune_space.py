@@ -7,7 +7,7 @@ import random
 import pytest
 
 from xweave.autotune.space import Space, divisors, split_candidates
-from xweave.autotune.task import make_task
+from xweave.autotune.templates import make_task
 
 
 def test_split_candidates_factors_and_power2():

@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from xweave.pipeline import llvm_stages, pass_pipeline_spec
+from xweave.pipeline import CompileOptions, cpu_stages, pass_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -41,7 +41,7 @@ def model_path(tmp_path_factory):
 
 def dump_names() -> list[str]:
     """The files `--dump-ir` writes, without .mlir: the input, then every stage."""
-    return [f"{i:02d}-{name}" for i, name in enumerate(["graph", *(s.name for s in llvm_stages())])]
+    return [f"{i:02d}-{name}" for i, name in enumerate(["graph", *(s.name for s in cpu_stages(CompileOptions()))])]
 
 
 def test_compile_run_roundtrip_with_dump_ir(model_path, tmp_path):
@@ -83,14 +83,14 @@ def test_dumped_stages_replay_with_xweave_opt(model_path, tmp_path):
     """xweave-opt reproduces each stage from the one before, as `xweave compile` does."""
     dump = tmp_path / "ir"
     assert run("xweave", "compile", model_path, "-o", tmp_path / "m.xwm", "--dump-ir", dump).returncode == 0
-    stages = llvm_stages()
-    passes = [pass_pipeline_spec([stage]) for stage in stages]
+    stages = cpu_stages(CompileOptions())
+    passes = [pass_spec([stage]) for stage in stages]
     names = dump_names()
     for p, before, after in zip(passes, names, names[1:]):
         r = run("xweave-opt", dump / f"{before}.mlir", "-p", p)
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == (dump / f"{after}.mlir").read_text().strip(), p
-    r = run("xweave-opt", dump / "00-graph.mlir", "-p", pass_pipeline_spec(stages))
+    r = run("xweave-opt", dump / "00-graph.mlir", "-p", pass_spec(stages))
     assert r.returncode == 0 and r.stdout.strip() == (dump / f"{names[-1]}.mlir").read_text().strip()
 
 

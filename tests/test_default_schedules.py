@@ -147,11 +147,11 @@ def test_template_choices_for_a_conv():
     """The conv template vectorizes over output channels and blocks output pixels."""
     model = conv_model(7, 16, 32, 3, 1, 1, 1)
     module = xweave.load_onnx(model)
-    from xweave.pipeline import llvm_stages
+    from xweave.pipeline import CompileOptions, cpu_stages
     from xdsl.passes import PassPipeline
     from xweave.context import make_context
 
-    stages = llvm_stages()
+    stages = cpu_stages(CompileOptions())
     names = [s.name for s in stages]
     for stage in stages[: names.index("loop") + 1]:
         PassPipeline(stage.passes).apply(make_context(), module)
@@ -274,9 +274,9 @@ def test_no_k_blocking_with_an_epilogue_or_several_reductions():
     from xdsl.passes import PassPipeline
 
     from xweave.context import make_context
-    from xweave.pipeline import llvm_stages
+    from xweave.pipeline import CompileOptions, cpu_stages
 
-    stages = llvm_stages()
+    stages = cpu_stages(CompileOptions())
     names = [s.name for s in stages]
     for stage in stages[: names.index("loop") + 1]:
         PassPipeline(stage.passes).apply(make_context(), module)

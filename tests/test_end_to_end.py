@@ -115,7 +115,7 @@ def test_every_stage_interprets_like_onnxruntime(tmp_path):
     from xweave.dialects.interpreters import interpret
     from xweave.context import print_module
     from xweave.context import parse_module
-    from xweave.pipeline import lower_to_llvm
+    from xweave.pipeline import lower
 
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -142,7 +142,7 @@ def test_every_stage_interprets_like_onnxruntime(tmp_path):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
         seen.append(name)
 
-    lower_to_llvm(xweave.load_onnx(model), on_stage)
+    lower(xweave.load_onnx(model), on_stage=on_stage)
     assert seen == ["graph", "te", "loop", "scheduled", "planned"]
 
 

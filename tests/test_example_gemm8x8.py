@@ -91,3 +91,107 @@ def test_lowering_and_simulator_report_bad_programs():
         run_program(program, np.zeros(64, np.uint8))
     with pytest.raises(ValueError, match="expected int8"):
         dense(np.zeros((2, 3), np.float32), np.zeros((2, 3), np.int8))
+
+
+# --------------------------------------------------------------------------------------
+# Whole models: the gemm8x8 target (examples/gemm8x8/model.py), no edit outside its folder
+# --------------------------------------------------------------------------------------
+
+
+def mlp_model(seed=0):
+    """conv (CPU) -> relu -> global pool -> flatten -> dense -> relu -> dense: the two
+    dense layers on the unit, the conv and everything between on the CPU."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    shapes = {"w1": (12, 4, 3, 3), "b1": (12,), "fc1": (24, 12), "fc1b": (24,),
+              "fc2": (10, 24), "fc2b": (10,)}
+    inits = [numpy_helper.from_array(
+        (rng.standard_normal(s) * (0.1 if len(s) == 1 else np.sqrt(2 / np.prod(s[1:]))))
+        .astype(np.float32), name) for name, s in shapes.items()]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("GlobalAveragePool", ["r1"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "fc1", "fc1b"], ["h"], transB=1),
+        helper.make_node("Relu", ["h"], ["hr"]),
+        helper.make_node("Gemm", ["hr", "fc2", "fc2b"], ["y"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def mlp_samples(n, seed):
+    return np.random.default_rng(seed).standard_normal((n, 2, 4, 6, 6)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def mlp_build():
+    import xweave
+
+    return xweave.build(mlp_model(), target="gemm8x8", calibration={"x": mlp_samples(8, 1)})
+
+
+def test_a_whole_model_runs_with_its_dense_layers_on_the_unit(mlp_build, tmp_path):
+    import onnxruntime as ort
+
+    from xweave.runtime.hetero import AcceleratorStep, CpuStep, HeteroModule
+
+    module = mlp_build
+    assert isinstance(module, HeteroModule) and module.accelerator == "gemm8x8"
+    kinds = ["cpu" if isinstance(s, CpuStep) else "gemm8x8" for s in module.steps]
+    assert kinds == ["cpu", "gemm8x8", "gemm8x8", "cpu"]  # dense -> relu -> dense on the unit
+    layers = [s.layer for s in module.steps if isinstance(s, AcceleratorStep)]
+    assert [type(layer).__name__ for layer in layers] == ["Gemm8x8DenseLayer"] * 2
+    assert layers[0].layer.relu and not layers[1].layer.relu  # the relu fused into the first
+
+    session = ort.InferenceSession(mlp_model().SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    for x in mlp_samples(4, seed=7):  # held out from calibration
+        (y,) = module.run(x=x)
+        (expected,) = session.run(None, {"x": x})
+        assert y.shape == (2, 10) and y.dtype == np.float32
+        # int8 with power-of-two scales: within a few percent of the float model
+        assert np.abs(y - expected).max() < 0.1 * np.abs(expected).max() + 0.05
+    reports = module.layer_reports
+    assert [r.name for r in reports] == [layer.name for layer in layers]
+    assert all(r.report.total_cycles > 0 and r.report.gemm_count > 0 for r in reports)
+    assert "total" in module.profile()
+
+
+def test_offloaded_dense_layers_are_bit_exact_and_export(mlp_build, tmp_path):
+    import xweave
+    from xweave.runtime.hetero import AcceleratorStep
+
+    module = mlp_build
+    x = mlp_samples(1, seed=3)[0]
+    _, tensors = module.run_traced({"x": x})
+    steps = [s for s in module.steps if isinstance(s, AcceleratorStep)]
+    for step in steps:
+        xq, yq = tensors[step.input], tensors[step.output]
+        assert xq.dtype == yq.dtype == np.int8
+        np.testing.assert_array_equal(yq, step.layer.reference(xq))
+    assert np.any(tensors[steps[0].output] > 0)
+
+    path = tmp_path / "mlp.xwm"
+    module.export(path)
+    loaded = xweave.load_module(path)  # the layers come back through the registered loader
+    np.testing.assert_array_equal(loaded.run(x=x)[0], module.run(x=x)[0])
+
+
+def test_the_gemm8x8_target_refuses_what_it_does_not_take():
+    import xweave
+    from xweave.errors import XweaveError
+
+    with pytest.raises(XweaveError, match="takes no option.*virtual_threads"):
+        xweave.build(mlp_model(), target="gemm8x8", calibration={"x": mlp_samples(2, 0)},
+                     virtual_threads=2)
+    with pytest.raises(XweaveError, match="needs calibration inputs"):
+        xweave.build(mlp_model(), target="gemm8x8")

@@ -19,7 +19,7 @@ from xweave.dialects import graph
 from xweave.dialects.interpreters import interpret
 from xweave.layout import Layout, source_index, transform_array, transform_shape
 from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
-from xweave.pipeline import llvm_stages
+from xweave.pipeline import CompileOptions, cpu_stages
 
 RNG = np.random.default_rng(11)
 FILECHECK = Path(__file__).parent / "filecheck" / "passes" / "graph-alter-layout.mlir"
@@ -185,7 +185,7 @@ MODELS = {"resnet": (resnet_stem_and_block, 3), "mobilenet": (inverted_residual,
 def after_layout(model):
     module = xweave.load_onnx(model)
     ctx = make_context()
-    for stage in llvm_stages(layout=True):
+    for stage in cpu_stages(CompileOptions(layout=True)):
         PassPipeline(stage.passes).apply(ctx, module)
         if stage.name == "layout":
             return module
@@ -210,11 +210,11 @@ def test_models_match_onnxruntime(name):
 
 def test_layout_stage_can_be_left_out():
     model, _ = resnet_stem_and_block()
-    names = [s.name for s in llvm_stages(layout=False)]
-    assert "layout" not in names and "layout" in [s.name for s in llvm_stages(layout=True)]
+    names = [s.name for s in cpu_stages(CompileOptions(layout=False))]
+    assert "layout" not in names and "layout" in [s.name for s in cpu_stages(CompileOptions(layout=True))]
     module = xweave.load_onnx(model)
     ctx = make_context()
-    for stage in llvm_stages(layout=False):
+    for stage in cpu_stages(CompileOptions(layout=False)):
         if stage.name == "te":
             break
         PassPipeline(stage.passes).apply(ctx, module)

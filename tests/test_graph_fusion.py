@@ -19,7 +19,7 @@ from xweave.dialects import graph
 from xweave.dialects.graph import PatternKind
 from xweave.dialects.interpreters import interpret
 from xweave.passes.graph_fuse import GraphFusePass
-from xweave.pipeline import llvm_stages
+from xweave.pipeline import CompileOptions, cpu_stages
 from xweave.schedules import template_for
 from xweave.schedules.analysis import analyse
 
@@ -243,7 +243,7 @@ def lowered(model, fuse: bool, until: str):
     transforms would add kernels that have nothing to do with fusion)."""
     module = xweave.load_onnx(model)
     ctx = make_context()
-    for stage in llvm_stages(fuse=fuse, layout=False):
+    for stage in cpu_stages(CompileOptions(fuse=fuse, layout=False)):
         PassPipeline(stage.passes).apply(ctx, module)
         if stage.name == until:
             return module

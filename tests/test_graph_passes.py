@@ -20,7 +20,7 @@ from xweave.lowering.graph_to_te import ConvertGraphToTePass
 from xweave.passes.graph_cse import GraphCsePass
 from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
 from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
-from xweave.pipeline import llvm_stages
+from xweave.pipeline import CompileOptions, cpu_stages
 
 RNG = np.random.default_rng(4)
 
@@ -34,7 +34,7 @@ def apply(module: ModuleOp, *passes) -> ModuleOp:
 
 
 def graph_opt_passes():
-    (stage,) = [s for s in llvm_stages() if s.name == "graph-opt"]
+    (stage,) = [s for s in cpu_stages(CompileOptions()) if s.name == "graph-opt"]
     return stage.passes
 
 
@@ -278,7 +278,7 @@ def test_simplify_inference_folds_bn_into_conv_weights():
 
 
 def test_graph_opt_is_in_the_pipeline_first():
-    names = [s.name for s in llvm_stages()]
+    names = [s.name for s in cpu_stages(CompileOptions())]
     assert names[0] == "graph-opt" and names.index("graph-opt") < names.index("te")
     assert [str(p) for p in graph_opt_passes()] == [
         "graph-fold-constants", "graph-simplify-inference", "graph-cse", "dce"]

@@ -123,10 +123,10 @@ def test_blocked_convs_through_build(tmp_path):
 
 
 def test_winograd_stage_on_by_default():
-    from xweave.pipeline import llvm_stages
+    from xweave.pipeline import CompileOptions, cpu_stages
 
-    assert "winograd" in [s.name for s in llvm_stages()]
-    assert "winograd" not in [s.name for s in llvm_stages(winograd=False)]
+    assert "winograd" in [s.name for s in cpu_stages(CompileOptions())]
+    assert "winograd" not in [s.name for s in cpu_stages(CompileOptions(winograd=False))]
 
 
 def test_small_images_left_alone():

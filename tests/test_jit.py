@@ -13,10 +13,10 @@ import pytest
 
 from xweave.context import parse_module
 from xweave.lowering.loop_to_llvm import extract_params, lower_module
+from xweave.lowering.llvm_codegen import compile_llvm
 from xweave.runtime.jit import (
     JITError,
     UnresolvedSymbolError,
-    compile_llvm,
     host_target_machine,
     load_object,
 )

@@ -16,7 +16,8 @@ import xweave
 from xweave.context import parse_module
 from xweave.lowering.loop_to_llvm import lower_module
 from xweave.runtime.arena import ArenaError, allocate_arena, available_memory
-from xweave.runtime.jit import compile_llvm, load_object
+from xweave.lowering.llvm_codegen import compile_llvm
+from xweave.runtime.jit import load_object
 
 BIN = Path(sys.executable).parent
 GIB = 2**30

@@ -33,7 +33,8 @@ from xweave.lowering.loop_to_llvm import extract_params, lower_module
 from xweave.lowering.te_to_loop import ConvertTeToLoopPass
 from xweave.passes import get_all_passes
 from xweave.passes.loop_regions import restore_on_failure
-from xweave.runtime.jit import compile_llvm, load_object
+from xweave.lowering.llvm_codegen import compile_llvm
+from xweave.runtime.jit import load_object
 
 RNG = np.random.default_rng(3)
 

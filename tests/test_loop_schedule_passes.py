@@ -31,7 +31,7 @@ from xweave.lowering.te_to_loop import ConvertTeToLoopPass
 from xweave.passes import get_all_passes
 from xweave.passes.loop_simplify import expr_bounds, simplify_expr
 from xweave.passes.loop_unroll import LoopUnrollPass
-from xweave.runtime.jit import compile_llvm
+from xweave.lowering.llvm_codegen import compile_llvm
 
 RNG = np.random.default_rng(7)
 

@@ -17,7 +17,8 @@ from xweave.lowering.loop_to_llvm import (
     extract_params,
     lower_module,
 )
-from xweave.runtime.jit import compile_llvm, load_object
+from xweave.lowering.llvm_codegen import compile_llvm
+from xweave.runtime.jit import load_object
 
 RTOL = 1e-5
 

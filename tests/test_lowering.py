@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 from xweave.dialects.interpreters import interpret
-from xweave.pipeline import lower_to_llvm
+from xweave.pipeline import lower
 
 RNG = np.random.default_rng(7)
 
@@ -250,7 +250,7 @@ def check_every_stage(model, feeds, rtol=1e-4, atol=1e-5):
             np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=f"stage {name}")
         checked.append(name)
 
-    lower_to_llvm(xweave.load_onnx(model), on_stage)
+    lower(xweave.load_onnx(model), on_stage=on_stage)
     assert checked == ["graph", "te", "loop", "scheduled", "planned"]
     got = xweave.build(model).run(**feeds)
     for g, e in zip(got, expected, strict=True):

@@ -25,8 +25,8 @@ from xweave.passes.memory_plan import (
     live_peak,
     plan_offsets,
 )
-from xweave.pipeline import llvm_stages
-from xweave.runtime.module import CompiledModule, signature_of
+from xweave.pipeline import CompileOptions, cpu_stages
+from xweave.pipeline import compile_lowered, signature_of
 
 RNG = np.random.default_rng(0)
 
@@ -119,7 +119,7 @@ def compile_model(model, plan: bool):
     ctx = make_context()
     params = {}
     planned_ir = None
-    for stage in llvm_stages():
+    for stage in cpu_stages(CompileOptions()):
         if stage.name == "planned" and not plan:
             continue
         PassPipeline(stage.passes).apply(ctx, module)
@@ -127,7 +127,7 @@ def compile_model(model, plan: bool):
             params = extract_params(module)
         if stage.name == "planned":
             planned_ir = module.clone()
-    return CompiledModule.from_llvm_module(module, params, signature), planned_ir
+    return compile_lowered(module, params, signature), planned_ir
 
 
 @pytest.fixture(scope="module")

@@ -63,7 +63,7 @@ def _main_kernel_calls(model_path) -> list[str]:
     from xdsl.dialects import func
 
     from xweave.frontend.onnx import load_onnx
-    from xweave.pipeline import lower_to_llvm
+    from xweave.pipeline import CompileOptions, lower
 
     calls: list[str] = []
 
@@ -76,7 +76,7 @@ def _main_kernel_calls(model_path) -> list[str]:
         calls.extend(c.callee.root_reference.data for c in main.walk()
                      if isinstance(c, func.CallOp) and c.callee.root_reference.data in kernels)
 
-    lower_to_llvm(load_onnx(model_path), on_stage, winograd=False)
+    lower(load_onnx(model_path), CompileOptions(winograd=False), on_stage=on_stage)
     return calls
 
 

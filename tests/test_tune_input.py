@@ -17,14 +17,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xweave
-from xweave.autotune.records import (
+from xweave.records import (
     MODEL_CHECK,
     RecordWarning,
     RecordWriter,
     load_model_checks,
     load_records,
 )
-from xweave.autotune.tune_model import plain_warnings
+from xweave.commands import plain_warnings
 
 BIN = Path(sys.executable).parent
 

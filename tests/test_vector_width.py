@@ -18,11 +18,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 from xweave.autotune.kernel_tasks import extract_tasks
-from xweave.autotune.records import make_record, record_target, target_info
+from xweave.records import make_record, record_target, target_info
 from xweave.passes.graph_alter_layout import tail_blocks
+from xweave.pipeline import CompileOptions
 from xweave.passes.loop_vectorize import vector_groups
 from xweave.schedules.templates import vector_chunk
-from xweave.target import Target, machine_model
+from xweave.target import Target, as_target, machine_model
 
 AVX512 = "llvm -mcpu=znver4"
 AVX512_FULL = "llvm -mcpu=znver5"
@@ -268,7 +269,7 @@ def chain_path(tmp_path_factory):
 
 
 def _conv_task(path, target=None):
-    return next(t for t in extract_tasks(path, target=target)
+    return next(t for t in extract_tasks(path, options=CompileOptions(as_target(target)))
                 if t.workload_key.startswith("fused_conv2d_nchwc_relu("))
 
 

@@ -31,8 +31,9 @@ from xweave.passes.loop_parallel import LoopParallelPass, parallel_conflict
 from xweave.passes.loop_utils import find_loops
 from xweave.passes.loop_vectorize import LoopVectorizePass, vectorize_conflict
 from xweave.runtime import threads
-from xweave.runtime.jit import compile_llvm
-from xweave.runtime.module import CompiledModule, TensorSpec
+from xweave.lowering.llvm_codegen import compile_llvm
+from xweave.pipeline import compile_lowered
+from xweave.runtime.module import TensorSpec
 
 RTOL = 1e-5
 RNG = np.random.default_rng(7)
@@ -464,7 +465,7 @@ def test_default_thread_count(monkeypatch, team):
 SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
-    from xweave.runtime.module import load_module
+    from xweave.runtime.load import load_module
     from xweave.runtime.threads import get_num_threads
 
     module = load_module(sys.argv[1])
@@ -495,7 +496,7 @@ func.func @main(%a: memref<{M}x{K}xf32>, %b: memref<{K}x{N}xf32>, %c: memref<{M}
         [TensorSpec("a", (M, K), "float32"), TensorSpec("b", (K, N), "float32")],
         [TensorSpec("c", (M, N), "float32")],
     )
-    compiled = CompiledModule.from_llvm_module(module, params, signature)
+    compiled = compile_lowered(module, params, signature)
     path = tmp_path / "mm.xweave"
     compiled.export(path)
     rng = np.random.default_rng(0)

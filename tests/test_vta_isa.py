@@ -21,7 +21,7 @@ from xweave.accel.vta.encoding import (
     layouts,
 )
 from xweave.context import parse_module
-from xweave.dialects.vta import (
+from xweave.accel.vta.dialect import (
     AluOp,
     AluOpcode,
     FinishOp,
@@ -399,7 +399,7 @@ def test_valid_program_verifies():
     # The example in the dialect's module docstring.
     import textwrap
 
-    import xweave.dialects.vta as vta
+    import xweave.accel.vta.dialect as vta
 
     example = vta.__doc__.split("in execution order:\n\n")[1].split("\n\n")[0]
     module = parse_module(textwrap.dedent(example))

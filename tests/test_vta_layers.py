@@ -126,3 +126,25 @@ def test_four_thread_plan_is_bit_exact():
     np.testing.assert_array_equal(out, reference_conv2d_int8(data, weight, bias, 1, 1, 9, False))
     _, serial = conv2d_int8(data, weight, bias, 1, 1, 9, False, virtual_threads=1)
     assert report.total_cycles < serial.total_cycles
+
+
+def test_a_program_for_another_config_records_it_and_runs_bit_exact():
+    """A smaller VTA (8 KiB of weights) gets a program that records its config, verifies
+    against it (not the default) and computes the same layer."""
+    from xweave.accel.vta.config import DEFAULT
+    from xweave.accel.vta.dialect import CONFIG_ATTR, config_of
+    from xweave.accel.vta.layers import compile_conv2d, plan_conv2d
+
+    small = DEFAULT.replace(wgt_buffer_bytes=8 * 1024)
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, 16, 6, 6), dtype=np.int8)
+    w = rng.integers(-128, 128, (32, 16, 3, 3), dtype=np.int8)
+    b = rng.integers(-1000, 1000, 32, dtype=np.int32)
+    y, _ = conv2d_int8(x, w, b, pads=1, shift=8, config=small)
+    np.testing.assert_array_equal(y, reference_conv2d_int8(x, w, b, pads=1, shift=8))
+    plan = plan_conv2d(x.shape, w.shape, True, pads=1, shift=8, config=small)
+    program = compile_conv2d(plan, small).program
+    assert CONFIG_ATTR in program.attributes and config_of(program) == small
+    program.verify()
+    assert CONFIG_ATTR not in compile_conv2d(plan_conv2d(x.shape, w.shape, True, pads=1, shift=8),
+                                             DEFAULT).program.attributes

@@ -13,7 +13,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xweave
-from xweave.accel.vta.offload import AcceleratorStep, CpuSegment, compile_for_vta
+from xweave.accel.offload import AcceleratorStep, CpuSegment
+from xweave.accel.vta.offload import compile_for_vta
 from xweave.cli import main
 from xweave.dialects.interpreters import interpret, make_interpreter
 from xweave.errors import XweaveError

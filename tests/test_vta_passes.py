@@ -10,7 +10,7 @@ from xdsl.dialects import func
 from xweave.accel.api import get_accelerator
 from xweave.accel.vta.target import simulate_lowered
 from xweave.context import make_context, parse_module
-from xweave.lowering.loop_to_vta import lower_function
+from xweave.accel.vta.lowering import lower_function
 from xweave.passes.virtual_threads import VirtualThreadError, VirtualThreadsPass
 
 KERNELS = Path(__file__).parent / "filecheck" / "passes" / "virtual-threads.mlir"

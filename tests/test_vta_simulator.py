@@ -6,25 +6,23 @@ import pytest
 
 from xweave.accel.vta.config import DEFAULT
 from xweave.accel.vta.encoding import encode_instruction, encode_program
-from xweave.accel.vta.simulator import (
+from xweave.accel.vta.dram import (
     DeadlockError,
     DecodeError,
     Dram,
     DramOutOfRangeError,
     MissingFinishError,
     ScratchpadOutOfRangeError,
-    Simulator,
     SimulatorError,
     TokenQueueOverflowError,
-    instruction_cycles,
     pack_acc,
     pack_inp,
     pack_wgt,
-    plot_timeline,
-    simulate,
     unpack_out,
 )
-from xweave.dialects.vta import AluOp, FinishOp, GemmOp, LoadOp, ProgramOp, StoreOp
+from xweave.accel.vta.simulator import Simulator, instruction_cycles, simulate
+from xweave.accel.vta.timeline import plot_timeline
+from xweave.accel.vta.dialect import AluOp, FinishOp, GemmOp, LoadOp, ProgramOp, StoreOp
 
 RNG = np.random.default_rng(0)
 STAGES = {"load": 1, "compute": 2, "store": 3}

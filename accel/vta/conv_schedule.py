@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
+from xweave.accel.loop_builder import LoopBuilder, linear
 from xweave.accel.vta.config import DEFAULT, HardwareConfig
 from xweave.dialects import loop
 from xweave.errors import XweaveError
@@ -202,75 +203,6 @@ def choose_plan(
 # Loop IR
 # --------------------------------------------------------------------------------------
 
-def _lin(*terms) -> dict:
-    """A linear index expression {SSAValue | 1: coefficient} from terms: ints, values,
-    (coefficient, value-or-expression) pairs and other expressions."""
-    out: dict = {}
-    for t in terms:
-        if isinstance(t, int):
-            out[1] = out.get(1, 0) + t
-        elif isinstance(t, tuple):
-            coef, v = t
-            if isinstance(v, dict):
-                for k, c in v.items():
-                    out[k] = out.get(k, 0) + coef * c
-            else:
-                out[v] = out.get(v, 0) + coef
-        elif isinstance(t, dict):
-            for k, c in t.items():
-                out[k] = out.get(k, 0) + c
-        else:
-            out[t] = out.get(t, 0) + 1
-    return out
-
-
-class _Emitter:
-    def __init__(self):
-        self.blocks: list[Block] = []
-
-    def add(self, op):
-        block = self.blocks[-1]
-        if isinstance(block.last_op, loop.YieldOp):
-            block.insert_op_before(op, block.last_op)
-        else:
-            block.add_op(op)
-        return op
-
-    def for_(self, ub: int, name: str | None = None, kind=loop.ForKind.SERIAL):
-        op = loop.ForOp(0, ub, 1, kind, name=name)
-        self.add(op)
-        return op
-
-    def maps(self, accesses: list[tuple[SSAValue, list]]) -> tuple[list[SSAValue], list[AffineMap]]:
-        values: list[SSAValue] = []
-        for _, idx in accesses:
-            for e in idx:
-                if isinstance(e, dict):
-                    for k in e:
-                        if k != 1 and k not in values:
-                            values.append(k)
-                elif isinstance(e, SSAValue) and e not in values:
-                    values.append(e)
-        maps = []
-        for _, idx in accesses:
-            maps.append(AffineMap(len(values), 0, tuple(self._expr(e, values) for e in idx)))
-        return values, maps
-
-    @staticmethod
-    def _expr(e, values: list[SSAValue]) -> AffineExpr:
-        if isinstance(e, int):
-            return AffineExpr.constant(e)
-        if isinstance(e, SSAValue):
-            return AffineExpr.dimension(values.index(e))
-        if isinstance(e, AffineExpr):
-            return e
-        expr = AffineExpr.constant(e.get(1, 0))
-        for k, c in e.items():
-            if k != 1 and c:
-                expr = expr + AffineExpr.dimension(values.index(k)) * c
-        return expr
-
-
 def build_conv_kernel(plan: ConvPlan, config: HardwareConfig = DEFAULT, *, tensorized: bool = False,
                       name: str = "conv2d") -> ModuleOp:
     """The schedule of `plan` as a module holding one kernel `func.func @name(data,
@@ -290,8 +222,7 @@ def build_conv_kernel(plan: ConvPlan, config: HardwareConfig = DEFAULT, *, tenso
     out = args[-1]
     for a, nm in zip(args, ["data", "weight"] + (["bias"] if p.has_bias else []) + ["out"]):
         a.name_hint = nm
-    em = _Emitter()
-    em.blocks.append(body)
+    em = LoopBuilder(body)
     scope = lambda s: loop.ScopeAttr(f"vta.{s}")  # noqa: E731
     inp_s = em.add(loop.AllocOp(MemRefType(i8, [c.inp_depth, c.batch, c.block_in], memory_space=scope("inp")))).memref
     wgt_s = em.add(loop.AllocOp(MemRefType(i8, [c.wgt_depth, c.block_out, c.block_in], memory_space=scope("wgt")))).memref
@@ -299,12 +230,12 @@ def build_conv_kernel(plan: ConvPlan, config: HardwareConfig = DEFAULT, *, tenso
     inp_s.name_hint, wgt_s.name_hint, acc_s.name_hint = "inp", "wgt_buf", "acc"
 
     def nest(loop_op):
-        em.blocks.append(loop_op.body.block)
+        em.open(loop_op.body.block)
         return loop_op.induction_var
 
     def close(k: int = 1):
         for _ in range(k):
-            em.blocks.pop()
+            em.close()
 
     n_h = p.oh // p.toh
     n_v = nest(em.for_(p.n, "conv.n"))
@@ -318,10 +249,10 @@ def build_conv_kernel(plan: ConvPlan, config: HardwareConfig = DEFAULT, *, tenso
         return d("ht")
 
     def acc_at(*terms):
-        return [_lin(*terms), 0, 0]
+        return [linear(*terms), 0, 0]
 
-    ibase, wbase, abase = (_lin((s, v)) for s in (p.inp_size, p.wgt_size, p.acc_size))
-    bias_slot = _lin(abase, p.tob * p.toh * p.ow)
+    ibase, wbase, abase = (linear((s, v)) for s in (p.inp_size, p.wgt_size, p.acc_size))
+    bias_slot = linear(abase, p.tob * p.toh * p.ow)
 
     def call(callee, accesses, params=None):
         _call_with_tiles(em, callee, accesses, params, tt, v, ot_e, ht_e)
@@ -347,29 +278,29 @@ def build_conv_kernel(plan: ConvPlan, config: HardwareConfig = DEFAULT, *, tenso
         close(len(extents) + 2)
 
     if p.has_bias:
-        copy("load_bias", (p.tob,), lambda c: (acc_s, [_lin(bias_slot, c)]),
+        copy("load_bias", (p.tob,), lambda c: (acc_s, [linear(bias_slot, c)]),
              lambda c: (bias, [_tile_plus("ot", p.tob, 0, c)]))
     r = nest(em.for_(p.toh, "reset.r"))
     col = nest(em.for_(p.ow, "reset.c"))
     a = nest(em.for_(p.tob, "reset.a"))
-    _scalar_reset(em, c, acc_s, _lin(abase, (p.toh * p.ow, a), (p.ow, r), col))
+    _scalar_reset(em, c, acc_s, linear(abase, (p.toh * p.ow, a), (p.ow, r), col))
     close(3)
 
     cc = nest(em.for_(p.cb // p.tcb, "conv.rc"))
     ci = nest(em.for_(p.tcb, "load.ci"))
     copy("load_inp", (p.rows_in, p.cols_in),
-         lambda r, c: (inp_s, [_lin(ibase, (p.rows_in * p.cols_in, ci), (p.cols_in, r), c)]),
-         lambda r, c: (data, [n_v, _lin((p.tcb, cc), ci), _tile_plus("ht", p.toh * p.sh, -p.pt, r), _lin(-p.pl, c)]),
-         guard=lambda r, c: [(_tile_plus("ht", p.toh * p.sh, -p.pt, r), p.h), (_lin(-p.pl, c), p.w)])
+         lambda r, c: (inp_s, [linear(ibase, (p.rows_in * p.cols_in, ci), (p.cols_in, r), c)]),
+         lambda r, c: (data, [n_v, linear((p.tcb, cc), ci), _tile_plus("ht", p.toh * p.sh, -p.pt, r), linear(-p.pl, c)]),
+         guard=lambda r, c: [(_tile_plus("ht", p.toh * p.sh, -p.pt, r), p.h), (linear(-p.pl, c), p.w)])
     close()
 
     def wgt_cols(cc_v, c):  # window column c -> (channel block, ky, kx) of the weights
         if kk == 1:
-            return [_lin((p.tcb, cc_v), c), 0, 0]
+            return [linear((p.tcb, cc_v), c), 0, 0]
         return [lambda d: d(cc_v) * p.tcb + d(c) // kk,
                 lambda d: (d(c) // p.kw) % p.kh, lambda d: d(c) % p.kw]
 
-    copy("load_wgt", (p.tob, p.tcb * kk), lambda r, c: (wgt_s, [_lin(wbase, (p.tcb * kk, r), c)]),
+    copy("load_wgt", (p.tob, p.tcb * kk), lambda r, c: (wgt_s, [linear(wbase, (p.tcb * kk, r), c)]),
          lambda r, c: (weight, [_tile_plus("ot", p.tob, 0, r), *wgt_cols(cc, c)]))
     r = nest(em.for_(p.toh, "gemm.r"))
     col = nest(em.for_(p.ow, "gemm.c"))
@@ -377,9 +308,9 @@ def build_conv_kernel(plan: ConvPlan, config: HardwareConfig = DEFAULT, *, tenso
     ci = nest(em.for_(p.tcb, "gemm.ci"))
     ky = nest(em.for_(p.kh, "gemm.kh"))
     kx = nest(em.for_(p.kw, "gemm.kw"))
-    dst = _lin(abase, (p.toh * p.ow, a), (p.ow, r), col)
-    src = _lin(ibase, (p.rows_in * p.cols_in, ci), (p.sh * p.cols_in, r), (p.cols_in, ky), (p.sw, col), kx)
-    wsrc = _lin(wbase, (p.tcb * kk, a), (kk, ci), (p.kw, ky), kx)
+    dst = linear(abase, (p.toh * p.ow, a), (p.ow, r), col)
+    src = linear(ibase, (p.rows_in * p.cols_in, ci), (p.sh * p.cols_in, r), (p.cols_in, ky), (p.sw, col), kx)
+    wsrc = linear(wbase, (p.tcb * kk, a), (kk, ci), (p.kw, ky), kx)
     if tensorized:
         call("vta.gemm", [(acc_s, acc_at(dst)), (inp_s, acc_at(src)), (wgt_s, acc_at(wsrc))])
     else:
@@ -390,7 +321,7 @@ def build_conv_kernel(plan: ConvPlan, config: HardwareConfig = DEFAULT, *, tenso
         r = nest(em.for_(p.toh, f"alu.{op_name}.r"))
         col = nest(em.for_(p.ow, f"alu.{op_name}.c"))
         a = nest(em.for_(p.tob, f"alu.{op_name}.a"))
-        d = _lin(abase, (p.toh * p.ow, a), (p.ow, r), col)
+        d = linear(abase, (p.toh * p.ow, a), (p.ow, r), col)
         if imm is None:
             call("vta.alu", [(acc_s, acc_at(d)), (acc_s, acc_at(bias_slot, a))], {"op": op_name})
         else:
@@ -398,7 +329,7 @@ def build_conv_kernel(plan: ConvPlan, config: HardwareConfig = DEFAULT, *, tenso
         close(3)
     copy("store", (p.tob, p.toh * p.ow), lambda r, c: (
         out, [n_v, _tile_plus("ot", p.tob, 0, r), lambda d: ht_at(d) * p.toh + d(c) // p.ow, lambda d: d(c) % p.ow]),
-        lambda r, c: (acc_s, [_lin(abase, (p.toh * p.ow, r), c)]), narrow=True)
+        lambda r, c: (acc_s, [linear(abase, (p.toh * p.ow, r), c)]), narrow=True)
     close(3)
     body.add_op(func.ReturnOp())
     f = func.FuncOp(name, (arg_types, []), Region(body))
@@ -431,7 +362,7 @@ def _entry(e, d) -> AffineExpr:
     raise TypeError(f"bad index entry {e!r}")
 
 
-def _resolve(em: _Emitter, accesses: list[list], tt, v, ot_e, ht_e, single: bool = False):
+def _resolve(em: LoopBuilder, accesses: list[list], tt, v, ot_e, ht_e, single: bool = False):
     """(values, maps) of index entry lists: the tile keys are affine in (tt, v); values
     no map uses are dropped. With `single`, (values, the one map)."""
     values: list[SSAValue] = [tt, v]
@@ -454,7 +385,7 @@ def _resolve(em: _Emitter, accesses: list[list], tt, v, ot_e, ht_e, single: bool
     return (vals, maps[0]) if single else (vals, maps)
 
 
-def _padded(em: _Emitter, load: loop.LoadOp, guards, tt, v, ot_e, ht_e) -> SSAValue:
+def _padded(em: LoopBuilder, load: loop.LoadOp, guards, tt, v, ot_e, ht_e) -> SSAValue:
     """`0 <= g < size for every (g, size) in guards ? load : 0` (a lazily padded read)."""
     conds = []
     for entry, size in guards:
@@ -472,7 +403,7 @@ def _padded(em: _Emitter, load: loop.LoadOp, guards, tt, v, ot_e, ht_e) -> SSAVa
     return em.add(scf.IfOp(cond, [et], [load, scf.YieldOp(load.result)], [zero_el, scf.YieldOp(zero_el.result)])).results[0]
 
 
-def _call_with_tiles(em: _Emitter, callee, accesses, params, tt, v, ot_e, ht_e) -> None:
+def _call_with_tiles(em: LoopBuilder, callee, accesses, params, tt, v, ot_e, ht_e) -> None:
     """`loop.intrinsic callee(...)`, where index entries may use the tile keys "ot"/"ht"."""
     vals, maps = _resolve(em, [idx for _, idx in accesses], tt, v, ot_e, ht_e)
     attrs = None
@@ -488,20 +419,20 @@ def _call_with_tiles(em: _Emitter, callee, accesses, params, tt, v, ot_e, ht_e) 
     em.add(loop.IntrinsicOp(callee, [b for b, _ in accesses], vals, maps, attrs))
 
 
-def _scalar_reset(em: _Emitter, c: HardwareConfig, acc_s, dst) -> None:
+def _scalar_reset(em: LoopBuilder, c: HardwareConfig, acc_s, dst) -> None:
     """acc[dst, b, o] = 0 as plain loops (`tensorize` makes it `vta.fill_zero`)."""
     lb = em.add(loop.ForOp(0, c.batch, 1, loop.ForKind.SERIAL, name="reset.b"))
-    em.blocks.append(lb.body.block)
+    em.open(lb.body.block)
     lo = em.for_(c.block_out, "reset.o")
-    em.blocks.append(lo.body.block)
+    em.open(lo.body.block)
     zero = em.add(arith.ConstantOp(IntegerAttr(0, IntegerType(32)))).result
-    values, (m,) = em.maps([(acc_s, [dst, lb.induction_var, lo.induction_var])])
+    values, (m,) = em.maps([[dst, lb.induction_var, lo.induction_var]])
     em.add(loop.StoreOp(zero, acc_s, values, m))
-    em.blocks.pop()
-    em.blocks.pop()
+    em.close()
+    em.close()
 
 
-def _scalar_gemm(em: _Emitter, c: HardwareConfig, acc_s, inp_s, wgt_s, dst, src, wsrc, v) -> None:
+def _scalar_gemm(em: LoopBuilder, c: HardwareConfig, acc_s, inp_s, wgt_s, dst, src, wsrc, v) -> None:
     """acc[dst, b, o] += ext(inp[src, b, k]) * ext(wgt[wsrc, o, k]) as plain loops."""
     b = em.blocks
     lb = em.for_(c.batch, "gemm.b")
@@ -514,7 +445,7 @@ def _scalar_gemm(em: _Emitter, c: HardwareConfig, acc_s, inp_s, wgt_s, dst, src,
     i32 = IntegerType(32)
 
     def load(buf, first, second, third):
-        values, (m,) = em.maps([(buf, [first, second, third])])
+        values, (m,) = em.maps([[first, second, third]])
         return em.add(loop.LoadOp(buf, values, m)).result
 
     x = load(acc_s, dst, bv, ov)
@@ -524,7 +455,7 @@ def _scalar_gemm(em: _Emitter, c: HardwareConfig, acc_s, inp_s, wgt_s, dst, src,
     we = em.add(arith.ExtSIOp(w, i32)).result
     prod = em.add(arith.MuliOp(ae, we)).result
     s = em.add(arith.AddiOp(x, prod)).result
-    values, (m,) = em.maps([(acc_s, [dst, bv, ov])])
+    values, (m,) = em.maps([[dst, bv, ov]])
     em.add(loop.StoreOp(s, acc_s, values, m))
     b.pop()
     b.pop()

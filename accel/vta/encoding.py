@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 
 from xweave.accel.vta.config import DEFAULT, HardwareConfig
-from xweave.dialects.vta import (
+from xweave.accel.vta.dialect import (
     ALU_OPCODE_CODES,
     DEP_FLAGS,
     MEMORY_TYPE_CODES,

@@ -12,8 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.context import Context
 
+from xweave.accel.api import get_accelerator
 from xweave.accel.vta.config import DEFAULT, HardwareConfig
+from xweave.accel.vta.conv_schedule import build_conv_kernel, choose_plan
+from xweave.accel.vta.lowering import lower_function
+from xweave.accel.vta.target import make_vta_accelerator, simulate_lowered
+from xweave.passes.tensorize import TensorizePass
+from xweave.passes.virtual_threads import VirtualThreadsPass
 
 __all__ = ["conv2d_int8", "dense_int8", "plan_conv2d", "reference_conv2d_int8", "reference_dense_int8"]
 
@@ -114,15 +121,6 @@ def compile_conv2d(plan, config: HardwareConfig = DEFAULT):
     -> convert-loop-to-vta. Returns the `LoweredProgram` (cached per plan)."""
     key = (plan, config)
     if key not in _CACHE:
-        from xdsl.context import Context
-
-        from xweave.accel.api import get_accelerator
-        from xweave.accel.vta.conv_schedule import build_conv_kernel
-        from xweave.accel.vta.target import make_vta_accelerator
-        from xweave.lowering.loop_to_vta import lower_function
-        from xweave.passes.tensorize import TensorizePass
-        from xweave.passes.virtual_threads import VirtualThreadsPass
-
         acc = get_accelerator("vta") if config == DEFAULT else make_vta_accelerator(config)
         module = build_conv_kernel(plan, config)
         ctx = Context()
@@ -163,9 +161,6 @@ def conv2d_int8(
     `pads` is an int, (h, w) or (top, left, bottom, right). `virtual_threads` is the most
     virtual threads the schedule may use (1 = serialized); the tile plan and thread count
     with the lowest modeled cycle count are chosen (`plan_conv2d` shows the choice)."""
-    from xweave.accel.vta.conv_schedule import choose_plan
-    from xweave.accel.vta.target import simulate_lowered
-
     data, weight = np.asarray(data), np.asarray(weight)
     if data.ndim != 4 or weight.ndim != 4:
         raise ValueError(f"conv2d_int8: data must be NCHW and weight OIHW, got {data.shape} and {weight.shape}")
@@ -200,7 +195,6 @@ def conv2d_int8(
 def plan_conv2d(data_shape, weight_shape, bias: bool, strides=1, pads=0, shift=0, relu=False,
                 config: HardwareConfig = DEFAULT, virtual_threads: int = 2):
     """The `ConvPlan` (tiles, threads used) `conv2d_int8` would choose for these shapes."""
-    from xweave.accel.vta.conv_schedule import choose_plan
 
     n, c, h, w = data_shape
     o, _, kh, kw = weight_shape

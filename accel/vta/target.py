@@ -16,7 +16,7 @@ in-bounds test, which the DMA's zero padding implements) and derives the call's
 `rows`, `cols`, `row_dim` and `pad`.
 
 The four kernel intrinsics fold into GEMM/ALU micro-kernels; see
-`xweave.lowering.loop_to_vta`.
+`xweave.accel.vta.lowering`. `plugin.py` registers the accelerator.
 """
 
 from __future__ import annotations
@@ -29,7 +29,15 @@ from xweave import te
 from xweave.accel.api import Accelerator, LoweredProgram, TensorIntrinsic
 from xweave.accel.intrinsics import copy_decl, fill_zero_decl, gemm_decl
 from xweave.accel.vta.config import DEFAULT, HardwareConfig
-from xweave.dialects.vta import VTA
+from xweave.accel.vta.dialect import VTA
+from xweave.accel.vta.lowering import (
+    ConvertLoopToVTAPass,
+    lower_dma,
+    lower_function,
+    lower_kernel_call,
+)
+from xweave.accel.vta.dram import Dram
+from xweave.accel.vta.simulator import simulate
 
 __all__ = ["VTA_ACCELERATOR", "make_vta_accelerator", "simulate_lowered"]
 
@@ -40,35 +48,23 @@ SCOPES = {
 }
 
 
-def _lower_kernel(call, em) -> None:
-    from xweave.lowering.loop_to_vta import lower_kernel_call
-
-    lower_kernel_call(call, em)
-
-
-def _lower_dma(call, em) -> None:
-    from xweave.lowering.loop_to_vta import lower_dma
-
-    lower_dma(call, em)
-
-
 def make_intrinsics(c: HardwareConfig) -> dict[str, TensorIntrinsic]:
     acc_t, (inp_t, wgt_t) = gemm_decl(c.batch, c.block_in, c.block_out)
     intr = [
         TensorIntrinsic("vta.gemm", acc_t, (inp_t, wgt_t),
                         {"acc": "vta.acc", "inp": "vta.inp", "wgt": "vta.wgt"}, "compute",
-                        _lower_kernel, accumulate=True, doc="acc += inp . wgt^T"),
+                        lower_kernel_call, accumulate=True, doc="acc += inp . wgt^T"),
         TensorIntrinsic("vta.fill_zero", fill_zero_decl((c.batch, c.block_out)), (),
-                        {"acc": "vta.acc"}, "compute", _lower_kernel, doc="acc = 0"),
+                        {"acc": "vta.acc"}, "compute", lower_kernel_call, doc="acc = 0"),
     ]
     src = te.placeholder((c.batch, c.block_out), "int32", name="src")
     alu_out = te.compute((c.batch, c.block_out), lambda b, o: src[b, o], name="dst")
     intr.append(TensorIntrinsic("vta.alu", alu_out, (src,), {"dst": "vta.acc", "src": "vta.acc"},
-                                "compute", _lower_kernel, accumulate=True,
+                                "compute", lower_kernel_call, accumulate=True,
                                 doc="dst = op(dst, src), op = params.op"))
     imm_out = fill_zero_decl((c.batch, c.block_out), name="dst")
     intr.append(TensorIntrinsic("vta.alu_imm", imm_out, (), {"dst": "vta.acc"}, "compute",
-                                _lower_kernel, accumulate=True, doc="dst = op(dst, params.imm)"))
+                                lower_kernel_call, accumulate=True, doc="dst = op(dst, params.imm)"))
     for mem, stage, shape, dtype in (
         ("inp", "load", (c.batch, c.block_in), "int8"),
         ("wgt", "load", (c.block_out, c.block_in), "int8"),
@@ -76,18 +72,12 @@ def make_intrinsics(c: HardwareConfig) -> dict[str, TensorIntrinsic]:
     ):
         dst, (srcg,) = copy_decl(shape, dtype)
         intr.append(TensorIntrinsic(f"vta.load_{mem}", dst, (srcg,), {"dst": f"vta.{mem}", "src": "global"},
-                                    stage, _lower_dma, doc=f"DMA DRAM -> {mem} scratchpad",
+                                    stage, lower_dma, doc=f"DMA DRAM -> {mem} scratchpad",
                                     window=2, pads=True))
     out, (acc_in,) = copy_decl((c.batch, c.block_out), "int32", names=("dst", "src"), cast_to="int8")
     intr.append(TensorIntrinsic("vta.store", out, (acc_in,), {"dst": "global", "src": "vta.acc"},
-                                "store", _lower_dma, doc="DMA acc (narrowed to int8) -> DRAM", window=2))
+                                "store", lower_dma, doc="DMA acc (narrowed to int8) -> DRAM", window=2))
     return {i.name: i for i in intr}
-
-
-def _lower(f, acc: Accelerator, config: HardwareConfig | None = None) -> LoweredProgram:
-    from xweave.lowering.loop_to_vta import lower_function
-
-    return lower_function(f, acc, config)
 
 
 def simulate_lowered(
@@ -95,8 +85,6 @@ def simulate_lowered(
 ) -> tuple[dict[int, np.ndarray], Any]:
     """The simulator hook: place `inputs` (arg index -> array shaped like the arg) in a
     fresh DRAM, run the program, return every `out` argument and the `SimReport`."""
-    from xweave.accel.vta.simulator import Dram, simulate
-
     dram = Dram(config=config)
     for i, slot in sorted(lowered.layout.items(), key=lambda kv: kv[1].addr):
         shape = slot.shape
@@ -123,9 +111,10 @@ def make_vta_accelerator(config: HardwareConfig = DEFAULT) -> Accelerator:
         intrinsics=make_intrinsics(config),
         scopes=dict(SCOPES),
         stages=("load", "compute", "store"),
-        lower=_lower,
+        lower=lower_function,
         simulate=lambda lowered, inputs, **kw: simulate_lowered(lowered, inputs, config, **kw),
         doc="VTA-like GEMM accelerator (TVM's VTA ISA)",
+        passes=(ConvertLoopToVTAPass,),
     )
 
 

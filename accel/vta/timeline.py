@@ -6,10 +6,8 @@ alone)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from xweave.accel.vta.simulator import SimReport
+from xweave.accel.vta.report import MODULES, SimReport
 
 __all__ = ["KIND_COLORS", "plot_timeline"]
 
@@ -50,7 +48,7 @@ def plot_timeline(
     Rows are load / compute / store (top to bottom), the x axis is accelerator cycles.
     Raises ImportError with an install hint when matplotlib is missing.
     """
-    try:
+    try:  # lazy by design: plots need the optional matplotlib
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.patches import Patch
@@ -58,8 +56,6 @@ def plot_timeline(
         raise ImportError(
             "plot_timeline needs matplotlib (an optional extra): pip install matplotlib"
         ) from e
-
-    from xweave.accel.vta.simulator import MODULES
 
     fig = Figure(figsize=(width, 3.2), dpi=dpi)
     FigureCanvasAgg(fig)

@@ -12,13 +12,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters import arith, builtin, func, scf
 
+from xweave.dialects.interpreters.graph import GraphFunctions
+from xweave.dialects.interpreters.loop import LoopFunctions
+from xweave.dialects.interpreters.te import TeFunctions
+
 
 def make_interpreter(module: ModuleOp) -> Interpreter:
     """An interpreter knowing arith, func, scf and every xweave dialect."""
-    from xweave.dialects.interpreters.graph import GraphFunctions
-    from xweave.dialects.interpreters.loop import LoopFunctions
-    from xweave.dialects.interpreters.te import TeFunctions
-
     interpreter = Interpreter(module)
     for impls in (
         arith.ArithFunctions(),

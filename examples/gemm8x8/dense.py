@@ -15,10 +15,10 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, i32
-from xdsl.ir import Block, Region, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir import Block, Region
 
 from xweave.accel.api import LoweredProgram, get_accelerator
+from xweave.accel.loop_builder import LoopBuilder
 from xweave.dialects import loop
 from xweave.passes.tensorize import TensorizePass
 
@@ -29,61 +29,6 @@ T = 8
 #: (loop name, intrinsic) for every nest of the schedule, in tensorize order.
 NESTS = (("init.i", "fill_zero"), ("bias.i", "load_acc"), ("ldx.i", "load_tile"),
          ("ldw.i", "load_tile"), ("mm.i", "gemm_add"), ("st.i", "store_tile"))
-
-
-class _Builder:
-    """Appends loop IR at the innermost open block."""
-
-    def __init__(self, block: Block):
-        self.blocks = [block]
-
-    def add(self, op):
-        block = self.blocks[-1]
-        if isinstance(block.last_op, loop.YieldOp):
-            block.insert_op_before(op, block.last_op)
-        else:
-            block.add_op(op)
-        return op
-
-    def loop(self, extent: int, name: str) -> SSAValue:
-        """Open `loop.for name` (closed by `close`); returns its induction variable."""
-        op = self.add(loop.ForOp(0, extent, 1, name=name))
-        self.blocks.append(op.body.block)
-        return op.induction_var
-
-    def close(self, n: int = 1) -> None:
-        del self.blocks[-n:]
-
-    def access(self, buffer: SSAValue, index: list) -> tuple[list[SSAValue], AffineMap]:
-        """Index terms: an int, a value, or a list of (coefficient, value) / int."""
-        values: list[SSAValue] = []
-
-        def expr(term) -> AffineExpr:
-            if isinstance(term, int):
-                return AffineExpr.constant(term)
-            if isinstance(term, SSAValue):
-                term = [(1, term)]
-            e = AffineExpr.constant(0)
-            for part in term:
-                if isinstance(part, int):
-                    e = e + part
-                else:
-                    coef, v = part
-                    if v not in values:
-                        values.append(v)
-                    e = e + AffineExpr.dimension(values.index(v)) * coef
-            return e
-
-        exprs = tuple(expr(t) for t in index)
-        return values, AffineMap(len(values), 0, exprs)
-
-    def load(self, buffer: SSAValue, index: list) -> SSAValue:
-        values, m = self.access(buffer, index)
-        return self.add(loop.LoadOp(buffer, values, m)).result
-
-    def store(self, value: SSAValue, buffer: SSAValue, index: list) -> None:
-        values, m = self.access(buffer, index)
-        self.add(loop.StoreOp(value, buffer, values, m))
 
 
 def build_dense_kernel(mb: int, nb: int, kb: int, has_bias: bool) -> ModuleOp:
@@ -100,7 +45,7 @@ def build_dense_kernel(mb: int, nb: int, kb: int, has_bias: bool) -> ModuleOp:
     bias = body.args[2] if has_bias else None
     for arg, name in zip(body.args, ["x", "w", "b", "y"] if has_bias else ["x", "w", "y"]):
         arg.name_hint = name
-    b = _Builder(body)
+    b = LoopBuilder(body)
     buf = b.add(loop.AllocOp(MemRefType(i8, [4, T, T], memory_space=loop.ScopeAttr(BUF)))).memref
     acc = b.add(loop.AllocOp(MemRefType(i32, [1, T, T], memory_space=loop.ScopeAttr(ACC)))).memref
     buf.name_hint, acc.name_hint = "buf", "acc"

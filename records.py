@@ -17,7 +17,7 @@ A record (`RECORD_VERSION` 1):
 `target` names the CPU the record was timed on (LLVM's name and a hash of its feature
 string) and the resolved target its code was compiled for (`xweave.target`: the
 task's module's `xweave.target`). Records of one target are not applied to another
-(`same_target`, `autotune.dispatch`).
+(`same_target`, `schedules.tuned`).
 
 `RecordWriter` appends one line per measurement, flushes and fsyncs it, so a killed
 tuning run (even `kill -9`) loses no completed record; if the file ends in a partial
@@ -34,13 +34,21 @@ import functools
 import hashlib
 import json
 import os
+import platform
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from xweave.target import CPUS, TargetError, _host_cpu, as_target
+
 RECORD_VERSION = 1
+
+MIN_GAIN = 0.03
+"""How much faster (relative) than the measured default schedule a tuned record must be
+to replace it."""
 
 
 class RecordWarning(UserWarning):
@@ -50,8 +58,6 @@ class RecordWarning(UserWarning):
 @functools.cache
 def xweave_version() -> str:
     try:
-        from importlib.metadata import version
-
         return f"xweave {version('xweave')}"
     except Exception:
         return "xweave unknown"
@@ -66,20 +72,14 @@ def target_info(target: Any = None) -> dict[str, str]:
 @functools.cache
 def _host_info() -> dict[str, str]:
     try:
-        from xweave.target import _host_cpu
-
         cpu, _, features = _host_cpu()
     except Exception:
-        import platform
-
         cpu, features = platform.processor() or platform.machine(), ""
     return {"cpu": cpu, "features_hash": hashlib.sha256(features.encode()).hexdigest()[:16]}
 
 
 @functools.cache
 def _resolved(text: str | None) -> str:
-    from xweave.target import as_target
-
     return str(as_target(text).resolve())
 
 
@@ -89,8 +89,6 @@ def record_target(record: dict) -> str:
     target = record.get("target") or {}
     if target.get("target"):
         return target["target"]
-    from xweave.target import CPUS, TargetError
-
     cpu = target.get("cpu", "")
     try:
         return _resolved(f"llvm -mcpu={cpu}") if cpu in CPUS else f"llvm -mcpu={cpu}"
@@ -206,24 +204,28 @@ def _valid(record: Any) -> bool:
     )
 
 
+WORKLOAD_KEYS: dict[str, Callable[[dict], str]] = {"schedule": lambda args: args["key"]}
+"""Task template -> the workload key of a task's arguments: how `load_records` tells a
+garbled record. A schedule task's key is one of its arguments; the tuner's templates
+add theirs when registered (`autotune.task.register_template`)."""
+
+
 def _describes_its_workload(record: dict) -> bool:
     """Whether the record's task (when it has one) is the workload it is filed under:
     a line garbled into another valid JSON object would make a workload of its own."""
-    from xweave.autotune.task import make_task
-
     spec = record.get("task")
     if spec is None:
         return True
     if not (isinstance(spec, dict) and isinstance(spec.get("template"), str)
             and isinstance(spec.get("args", {}), dict)):
         return False
-    try:
-        task = make_task(spec["template"], **spec.get("args", {}))
-    except KeyError:  # a template not available here: nothing to compare with
+    key_of = WORKLOAD_KEYS.get(spec["template"])
+    if key_of is None:  # a template not available here: nothing to compare with
         return True
-    except (TypeError, ValueError):
+    try:
+        return key_of(spec.get("args", {})) == record["workload"]
+    except (KeyError, TypeError, ValueError):
         return False
-    return task.workload_key == record["workload"]
 
 
 def _refuse_non_finite(token: str) -> float:

@@ -3,7 +3,7 @@
 `schedule-kernels{tuning-records="FILE"}` (and `xweave.build(..., tuning_records=FILE)`,
 `xweave compile --tuning-records FILE`) asks `TunedSchedules` for each kernel's
 schedule: the pipeline of the fastest successful record whose workload key is the
-kernel's (`kernel_tasks.kernel_key`), retargeted to the kernel's name. Only records
+kernel's (`schedules.workload.kernel_key`), retargeted to the kernel's name. Only records
 tuned for the build's target (`records.record_target`: CPU and features) are used,
 unless asked (`any_target=True`: `xweave.build(..., any_target_records=True)`,
 `xweave compile --any-target-records`; then this target's records still win); of
@@ -30,11 +30,17 @@ from xdsl.dialects import func
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from xweave.errors import XweaveError
-
-
-MIN_GAIN = 0.03
-"""How much faster (relative) than the measured default schedule a tuned record must be
-to replace it."""
+from xweave.records import (
+    MIN_GAIN,
+    RecordWarning,
+    best_per_workload,
+    load_model_checks,
+    load_records,
+    record_target,
+    same_target,
+    target_info,
+)
+from xweave.schedules.workload import kernel_key, retarget, split_pipeline
 
 
 class TuningRecordsError(XweaveError):
@@ -70,16 +76,6 @@ class TunedSchedules:
         """Read a records file (see `records.load_records`) for builds for `target` (a
         `Target` or its text; default: the default target); raise `TuningRecordsError`
         when it is missing, is a directory, or holds no tuning record at all."""
-        from xweave.autotune.records import (
-            RecordWarning,
-            best_per_workload,
-            load_model_checks,
-            load_records,
-            record_target,
-            same_target,
-            target_info,
-        )
-
         p = Path(path)
         if not p.exists():
             raise TuningRecordsError(f"tuning records {path}: no such file")
@@ -138,8 +134,6 @@ class TunedSchedules:
 
     def steps_for(self, kernel: func.FuncOp) -> list[str] | None:
         """The tuned pipeline of `kernel` (one pass spec per step), or None."""
-        from xweave.autotune.kernel_tasks import kernel_key, retarget, split_pipeline
-
         key = kernel_key(kernel)
         record = self.best.get(key)
         if record is None:
@@ -176,8 +170,6 @@ _CACHE: dict[tuple, TunedSchedules] = {}
 
 def tuned_schedules(path: str | os.PathLike, target=None, any_target: bool = False) -> TunedSchedules:
     """`TunedSchedules.load(path, target, any_target)`, cached while the file is unchanged."""
-    from xweave.autotune.records import target_info
-
     p = Path(path)
     try:
         stat = p.stat()

@@ -1,86 +1,72 @@
-"""The `vta` dialect: the instruction set of a VTA-like tensor accelerator.
+"""The instructions of the `vta` dialect (see `dialect.py` for the ISA as a whole): the
+memory-type and ALU enumerations, the shared instruction base (fields, dependency
+flags), LOAD/STORE, GEMM/ALU and FINISH.
 
-Each instruction op mirrors one 128-bit VTA instruction field by field, so the IR *is*
-the microcode; `xweave.accel.vta.encoding` turns it into bytes and back. The hardware
-(see `xweave.accel.vta.config` and TVM's VTA) has four modules connected by FIFOs:
-
-* **load** runs `vta.load` of `inp`/`wgt` (DMA from DRAM into the input/weight scratchpads);
-* **compute** runs `vta.load` of `uop`/`acc`, `vta.gemm`, `vta.alu` and `vta.finish`;
-* **store** runs `vta.store` (accumulator lanes narrowed to int8, then DMA to DRAM).
-
-Modules only synchronize through dependency tokens. Every instruction carries four flags,
-relative to its module's place in the load -> compute -> store pipeline: `pop_prev` /
-`pop_next` wait for a token from the previous / next module before executing, and
-`push_prev` / `push_next` send one after completing. They print as `deps(...)` (omitted
-when none is set).
-
-**Where micro-ops live.** GEMM and ALU instructions run a *micro-kernel*: a range
-`[uop_bgn, uop_end)` of 32-bit micro-ops (`vta.uop dst, src, wgt`) in the on-chip uop
-scratchpad, walked by a two-level loop (`iter(out, in)`) whose indices add affine
-offsets (`dst(out, in)`, `src(...)`, `wgt(...)`) to each micro-op's fields. As on the
-hardware, micro-ops reach that scratchpad by DMA: a program keeps its micro-op image in
-one `vta.uop_buffer` (the program's *uop segment* in DRAM, micro-op `i` at uop address
-`i`), and `vta.load uop sram S dram D ... x N` copies micro-ops `[D, D+N)` of it to
-scratchpad slots `[S, S+N)`. A `uop[b:e]` range therefore names scratchpad slots, not
-buffer positions. This keeps the IR a faithful image of the two binaries the encoder
-produces (instruction stream and uop segment) and lets one micro-kernel be loaded once
-and reused by many instructions, or evicted and reloaded.
-
-A whole program is one `vta.program` (optionally named), holding the `vta.uop_buffer`
-first and then the instruction stream in execution order:
-
-    vta.program @matvec {
-      vta.uop_buffer {
-        vta.uop 0, 1, 0
-        vta.uop 1, 2, 0
-      }
-      vta.load uop sram 0 dram 0 y 1 x 2 stride 2
-      vta.gemm reset uop[0:2] iter(1, 1) dst(0, 0) src(0, 0) wgt(0, 0)
-      vta.load wgt sram 0 dram 0 y 1 x 1 stride 1
-      vta.load inp sram 0 dram 128 y 1 x 2 stride 2 pad(0, 0, 1, 1) deps(push_next)
-      vta.gemm uop[0:2] iter(1, 1) dst(0, 0) src(0, 0) wgt(0, 0) deps(pop_prev)
-      vta.alu max uop[0:2] iter(1, 1) dst(0, 0) src(0, 0) imm 0 deps(push_next)
-      vta.store out sram 0 dram 0 y 1 x 2 stride 2 deps(pop_prev, push_prev)
-      vta.load uop sram 0 dram 0 y 0 x 0 stride 0 deps(pop_next)
-      vta.finish
-    }
-
-(acc[i] = relu(inp[1 + i] . W^T) for i in 0..1: the 2-element input row lands in slots
-1..2, between zero pads. The inp load hands a token to compute (after the wgt load, as the
-load module is in order), the ALU hands one to store, and the final `x 0` uop load is a
-compute-side no-op that waits for the store, since FINISH may not pop.)
-
-DRAM addresses (`dram_base`) count elements of the memory type (16 B for `inp`, 256 B for
-`wgt`, 64 B for `acc`, 16 B for `out`, 4 B for `uop`). Verifiers check every field against
-the widths and scratchpad depths of the default `HardwareConfig`; the encoder checks
-against the config it is given.
+Verifiers check every field against the widths and scratchpad depths of the hardware
+configuration the enclosing `vta.program` records (`config_of`), the default one when
+it records none: a program for a bigger or smaller VTA verifies against its own.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, SymbolNameConstraint, UnitAttr, i64
+from xdsl.dialects.builtin import (
+    I64,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    UnitAttr,
+    f64,
+    i64,
+)
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute
+from xdsl.ir import Attribute, Operation, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     opt_prop_def,
     prop_def,
-    region_def,
-    traits_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsolatedFromAbove, NoTerminator, OptionalSymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from xweave.accel.vta.config import DEFAULT
+from xweave.accel.vta.config import DEFAULT, HardwareConfig
+
+CONFIG_ATTR = "config"
+"""Attribute of a `vta.program`: the fields of its `HardwareConfig` that differ from
+`DEFAULT` (absent: the default config)."""
+
+
+def config_attr(config: HardwareConfig) -> DictionaryAttr:
+    """`CONFIG_ATTR`'s value for `config`."""
+    default = DEFAULT.to_dict()
+    return DictionaryAttr({
+        k: FloatAttr(v, f64) if isinstance(v, float) else IntegerAttr(v, i64)
+        for k, v in config.to_dict().items() if v != default[k]})
+
+
+def config_of(op: Operation) -> HardwareConfig:
+    """The configuration `op` is verified against: its `vta.program`'s, else `DEFAULT`."""
+    while op is not None and op.name != "vta.program":
+        op = op.parent_op()
+    attr = op.attributes.get(CONFIG_ATTR) if op is not None else None
+    return _config(attr) if isinstance(attr, DictionaryAttr) else DEFAULT
+
+
+@functools.lru_cache(maxsize=16)
+def _config(attr: DictionaryAttr) -> HardwareConfig:
+    try:
+        return HardwareConfig.from_dict({k: v.value.data for k, v in attr.data.items()})
+    except (AttributeError, TypeError, ValueError) as e:
+        raise VerifyException(f"bad {CONFIG_ATTR} {attr} ({e})") from None
+
 
 # --------------------------------------------------------------------------------------
 # Enumerations (with their ISA codes)
@@ -149,11 +135,13 @@ DEP_FLAGS: tuple[str, ...] = ("pop_prev", "pop_next", "push_prev", "push_next")
 # --------------------------------------------------------------------------------------
 
 
-def _i64(value: int) -> IntegerAttr:
+def i64_attr(value: int) -> IntegerAttr:
+    """An i64 property value."""
     return IntegerAttr(value, i64)
 
 
-def _check_unsigned(op: Operation, field: str, value: int, bits: int) -> None:
+def check_unsigned(op: Operation, field: str, value: int, bits: int) -> None:
+    """A verify error unless `value` fits an unsigned field of `bits` bits."""
     if not 0 <= value < (1 << bits):
         raise VerifyException(
             f"{field} = {value} does not fit in {bits} bits "
@@ -161,7 +149,8 @@ def _check_unsigned(op: Operation, field: str, value: int, bits: int) -> None:
         )
 
 
-def _check_signed(op: Operation, field: str, value: int, bits: int, why: str = "") -> None:
+def check_signed(op: Operation, field: str, value: int, bits: int, why: str = "") -> None:
+    """A verify error unless `value` fits a signed field of `bits` bits."""
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if not lo <= value <= hi:
         raise VerifyException(
@@ -248,7 +237,7 @@ class VTAInstruction(IRDLOperation, abc.ABC):
 
     @classmethod
     def _int_props(cls, values: Mapping[str, int]) -> dict[str, Attribute]:
-        return {name: _i64(int(values[name])) for name in cls.INT_FIELDS}
+        return {name: i64_attr(int(values[name])) for name in cls.INT_FIELDS}
 
     @classmethod
     def _ordered(cls, props: Mapping[str, Attribute]) -> dict[str, Attribute]:
@@ -289,7 +278,7 @@ class VTAInstruction(IRDLOperation, abc.ABC):
     def _verify_fields(self, widths: Mapping[str, int]) -> None:
         for name, bits in widths.items():
             if name in self.INT_FIELDS:
-                _check_unsigned(self, name, self.field(name), bits)
+                check_unsigned(self, name, self.field(name), bits)
 
 
 _MEM_INT_FIELDS = (
@@ -298,8 +287,7 @@ _MEM_INT_FIELDS = (
 )  # fmt: skip
 
 
-def _mem_widths() -> dict[str, int]:
-    c = DEFAULT
+def _mem_widths(c: HardwareConfig) -> dict[str, int]:
     return {
         "sram_base": c.sram_addr_bits, "dram_base": c.dram_addr_bits, "y_size": c.size_bits,
         "x_size": c.size_bits, "x_stride": c.stride_bits, "y_pad_0": c.pad_bits,
@@ -344,12 +332,12 @@ class _MemInstruction(VTAInstruction, abc.ABC):
             ("sram", "sram_base"), ("dram", "dram_base"), ("y", "y_size"),
             ("x", "x_size"), ("stride", "x_stride"),
         ):  # fmt: skip
-            props[name] = _i64(_parse_int(parser, keyword))
+            props[name] = i64_attr(_parse_int(parser, keyword))
         return props
 
     def _verify_footprint(self, written: int, depth_mem: str) -> None:
         base = self.field("sram_base")
-        depth = DEFAULT.depth(depth_mem)
+        depth = config_of(self).depth(depth_mem)
         if self.field("x_size") and base + written > depth:
             raise VerifyException(
                 f"{self.mem} elements [{base}, {base + written}) exceed the "
@@ -424,7 +412,7 @@ class LoadOp(_MemInstruction):
                     "'pad' expects 4 integers (y_pad_0, y_pad_1, x_pad_0, x_pad_1)", pos, parser.pos
                 )
         for name, value in zip(("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"), pads):
-            props[name] = _i64(value)
+            props[name] = i64_attr(value)
         return cls._finish_parse(parser, props)  # type: ignore[return-value]
 
     def print(self, printer: Printer) -> None:
@@ -438,7 +426,7 @@ class LoadOp(_MemInstruction):
             raise VerifyException(
                 f"cannot load into '{self.mem}' (expected uop, wgt, inp or acc)"
             )
-        self._verify_fields(_mem_widths())
+        self._verify_fields(_mem_widths(config_of(self)))
         if self.stage == "load" and {"pop_prev", "push_prev"} & set(self.deps):
             raise VerifyException(
                 f"a load of {self.mem} runs in the load module, which has no previous "
@@ -494,7 +482,7 @@ class StoreOp(_MemInstruction):
     def verify_(self) -> None:
         if self.mem != MemoryType.OUT:
             raise VerifyException(f"can only store from 'out', not '{self.mem}'")
-        self._verify_fields(_mem_widths())
+        self._verify_fields(_mem_widths(config_of(self)))
         if {"pop_next", "push_next"} & set(self.deps):
             raise VerifyException(
                 "the store module has no next module: pop_next/push_next are not allowed"
@@ -545,18 +533,18 @@ class _KernelInstruction(VTAInstruction, abc.ABC):
     def _parse_kernel(parser: Parser, props: dict[str, Attribute]) -> None:
         parser.parse_keyword("uop")
         parser.parse_punctuation("[")
-        props["uop_bgn"] = _i64(parser.parse_integer(allow_boolean=False))
+        props["uop_bgn"] = i64_attr(parser.parse_integer(allow_boolean=False))
         parser.parse_punctuation(":")
-        props["uop_end"] = _i64(parser.parse_integer(allow_boolean=False))
+        props["uop_end"] = i64_attr(parser.parse_integer(allow_boolean=False))
         parser.parse_punctuation("]")
         for keyword in ("iter", "dst", "src"):
             outer, inner = _parse_int_tuple(parser, keyword, 2)
             base = {"iter": "iter", "dst": "dst_factor", "src": "src_factor"}[keyword]
-            props[f"{base}_out"] = _i64(outer)
-            props[f"{base}_in"] = _i64(inner)
+            props[f"{base}_out"] = i64_attr(outer)
+            props[f"{base}_in"] = i64_attr(inner)
 
     def _verify_kernel(self, src_mem: str, extra: Mapping[str, int]) -> None:
-        c = DEFAULT
+        c = config_of(self)
         widths = {
             "uop_bgn": c.uop_bgn_bits, "uop_end": c.uop_end_bits,
             "iter_out": c.loop_iter_bits, "iter_in": c.loop_iter_bits,
@@ -625,7 +613,7 @@ class GemmOp(_KernelInstruction):
             props["reset"] = UnitAttr()
         cls._parse_kernel(parser, props)
         outer, inner = _parse_int_tuple(parser, "wgt", 2)
-        props["wgt_factor_out"], props["wgt_factor_in"] = _i64(outer), _i64(inner)
+        props["wgt_factor_out"], props["wgt_factor_in"] = i64_attr(outer), i64_attr(inner)
         return cls._finish_parse(parser, props)  # type: ignore[return-value]
 
     def print(self, printer: Printer) -> None:
@@ -636,7 +624,7 @@ class GemmOp(_KernelInstruction):
         self._print_deps_and_attrs(printer)
 
     def verify_(self) -> None:
-        bits = DEFAULT.log_wgt_depth
+        bits = config_of(self).log_wgt_depth
         self._verify_kernel("inp", {"wgt_factor_out": bits, "wgt_factor_in": bits})
 
 
@@ -676,7 +664,7 @@ class AluOp(_KernelInstruction):
         props = self._int_props(values)
         props["alu_opcode"] = AluOpcodeAttr(AluOpcode(alu_opcode))
         if imm is not None:
-            props["imm"] = _i64(imm)
+            props["imm"] = i64_attr(imm)
         if reset:
             props["reset"] = UnitAttr()
         props.update(self._dep_props(deps))
@@ -704,7 +692,7 @@ class AluOp(_KernelInstruction):
         props["alu_opcode"] = AluOpcodeAttr(parser.parse_str_enum(AluOpcode))
         cls._parse_kernel(parser, props)
         if parser.parse_optional_keyword("imm") is not None:
-            props["imm"] = _i64(parser.parse_integer(allow_boolean=False))
+            props["imm"] = i64_attr(parser.parse_integer(allow_boolean=False))
         return cls._finish_parse(parser, props)  # type: ignore[return-value]
 
     def print(self, printer: Printer) -> None:
@@ -717,16 +705,17 @@ class AluOp(_KernelInstruction):
         self._print_deps_and_attrs(printer)
 
     def verify_(self) -> None:
-        bits = DEFAULT.log_acc_depth
+        c = config_of(self)
+        bits = c.log_acc_depth
         self._verify_kernel("acc", {"src_factor_out": bits, "src_factor_in": bits})
         imm = self.imm_value
         if imm is None:
             return
-        _check_signed(self, "imm", imm, DEFAULT.alu_imm_bits)
+        check_signed(self, "imm", imm, c.alu_imm_bits)
         if self.op == AluOpcode.SHR:
-            _check_signed(self, "imm", imm, DEFAULT.shr_arg_bits, " (the shift amount of shr)")
+            check_signed(self, "imm", imm, c.shr_arg_bits, " (the shift amount of shr)")
         if self.op == AluOpcode.MUL:
-            _check_signed(self, "imm", imm, DEFAULT.mul_arg_bits, " (the factor of mul)")
+            check_signed(self, "imm", imm, c.mul_arg_bits, " (the factor of mul)")
 
 
 @irdl_op_definition
@@ -756,191 +745,3 @@ class FinishOp(VTAInstruction):
 
 INSTRUCTIONS: tuple[type[VTAInstruction], ...] = (LoadOp, StoreOp, GemmOp, FinishOp, AluOp)
 """The five instruction ops (each knows its ISA opcode as `OPCODE`)."""
-
-# --------------------------------------------------------------------------------------
-# Micro-ops and the program container
-# --------------------------------------------------------------------------------------
-
-
-@irdl_op_definition
-class UopOp(IRDLOperation):
-    """One 32-bit micro-op: base indices of the accumulator, source and weight tensors."""
-
-    name = "vta.uop"
-    INT_FIELDS: ClassVar[tuple[str, ...]] = ("dst", "src", "wgt")
-
-    dst = prop_def(IntegerAttr[I64])
-    """Accumulator index (log2 acc depth = 11 bits)."""
-    src = prop_def(IntegerAttr[I64])
-    """Input index for GEMM, accumulator index for ALU (11 bits)."""
-    wgt = prop_def(IntegerAttr[I64])
-    """Weight index for GEMM, unused (0) for ALU (10 bits)."""
-
-    def __init__(self, dst: int, src: int, wgt: int = 0):
-        super().__init__(properties={"dst": _i64(dst), "src": _i64(src), "wgt": _i64(wgt)})
-
-    def field(self, name: str) -> int:
-        attr = self.properties[name]
-        assert isinstance(attr, IntegerAttr)
-        return attr.value.data
-
-    def fields(self) -> dict[str, int]:
-        return {name: self.field(name) for name in self.INT_FIELDS}
-
-    @classmethod
-    def parse(cls, parser: Parser) -> UopOp:
-        dst = parser.parse_integer(allow_boolean=False)
-        parser.parse_punctuation(",")
-        src = parser.parse_integer(allow_boolean=False)
-        parser.parse_punctuation(",")
-        wgt = parser.parse_integer(allow_boolean=False)
-        op = cls(dst, src, wgt)
-        if (attrs := parser.parse_optional_attr_dict_with_keyword()) is not None:
-            op.attributes.update(attrs.data)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.field('dst')}, {self.field('src')}, {self.field('wgt')}")
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-
-    def verify_(self) -> None:
-        c = DEFAULT
-        _check_unsigned(self, "dst", self.field("dst"), c.uop_dst_bits)
-        _check_unsigned(self, "src", self.field("src"), c.uop_src_bits)
-        _check_unsigned(self, "wgt", self.field("wgt"), c.uop_wgt_bits)
-
-
-def _single_block_region(ops: Sequence[Operation]) -> Region:
-    return Region(Block(ops))
-
-
-@irdl_op_definition
-class UopBufferOp(IRDLOperation):
-    """A program's micro-op image in DRAM (its uop segment): `vta.uop` i sits at uop address i."""
-
-    name = "vta.uop_buffer"
-
-    body = region_def("single_block")
-    traits = traits_def(NoTerminator())
-
-    def __init__(self, uops: Sequence[UopOp | tuple[int, int, int]] = ()):
-        ops = [u if isinstance(u, UopOp) else UopOp(*u) for u in uops]
-        super().__init__(regions=[_single_block_region(ops)])
-
-    @property
-    def uops(self) -> list[UopOp]:
-        return [op for op in self.body.block.ops if isinstance(op, UopOp)]
-
-    @property
-    def num_uops(self) -> int:
-        """How many micro-ops the segment holds (its size in uop addresses)."""
-        return len(self.body.block.ops)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> UopBufferOp:
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        region = parser.parse_region()
-        if not region.blocks:
-            region.add_block(Block())
-        op = cls.create(regions=[region], attributes=attrs.data if attrs else {})
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
-
-    def verify_(self) -> None:
-        for op in self.body.block.ops:
-            if not isinstance(op, UopOp):
-                raise VerifyException(f"vta.uop_buffer may only hold vta.uop, found {op.name}")
-
-
-@irdl_op_definition
-class ProgramOp(IRDLOperation):
-    """One accelerator program: an optional leading `vta.uop_buffer`, then the instruction stream."""
-
-    name = "vta.program"
-
-    sym_name = opt_prop_def(SymbolNameConstraint())
-    """Optional symbol name (`vta.program @conv {...}`), so host code can refer to the program."""
-    body = region_def("single_block")
-    traits = traits_def(NoTerminator(), IsolatedFromAbove(), OptionalSymbolOpInterface())
-
-    def __init__(
-        self,
-        instructions: Sequence[Operation] = (),
-        uops: UopBufferOp | Sequence[UopOp | tuple[int, int, int]] | None = None,
-        sym_name: str | None = None,
-    ):
-        ops: list[Operation] = []
-        if uops is not None:
-            ops.append(uops if isinstance(uops, UopBufferOp) else UopBufferOp(uops))
-        ops.extend(instructions)
-        props = {"sym_name": StringAttr(sym_name)} if sym_name is not None else {}
-        super().__init__(properties=props, regions=[_single_block_region(ops)])
-
-    @property
-    def uop_buffer(self) -> UopBufferOp | None:
-        first = self.body.block.first_op
-        return first if isinstance(first, UopBufferOp) else None
-
-    @property
-    def instructions(self) -> list[VTAInstruction]:
-        return [op for op in self.body.block.ops if isinstance(op, VTAInstruction)]
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ProgramOp:
-        props: dict[str, Attribute] = {}
-        if (sym := parser.parse_optional_symbol_name()) is not None:
-            props["sym_name"] = sym
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        region = parser.parse_region()
-        if not region.blocks:
-            region.add_block(Block())
-        return cls.create(
-            properties=props, regions=[region], attributes=attrs.data if attrs else {}
-        )
-
-    def print(self, printer: Printer) -> None:
-        if self.sym_name is not None:
-            printer.print_string(" ")
-            printer.print_symbol_name(self.sym_name.data)
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
-
-    def verify_(self) -> None:
-        n_uops: int | None = None
-        for i, op in enumerate(self.body.block.ops):
-            if isinstance(op, UopBufferOp):
-                if i != 0:
-                    raise VerifyException(
-                        "the vta.uop_buffer must be the first op, and there may be "
-                        "only one"
-                    )
-                n_uops = op.num_uops
-            elif not isinstance(op, VTAInstruction):
-                raise VerifyException(
-                    f"vta.program may only hold a vta.uop_buffer and vta instructions, found {op.name}"
-                )
-            elif isinstance(op, LoadOp) and op.mem == MemoryType.UOP and op.field("x_size"):
-                y, x, stride = op.field("y_size"), op.field("x_size"), op.field("x_stride")
-                base = op.field("dram_base")
-                end = base + (y - 1) * stride + x if y else base
-                if n_uops is None:
-                    raise VerifyException(
-                        "a vta.load of uop needs a vta.uop_buffer to load from"
-                    )
-                if end > n_uops:
-                    raise VerifyException(
-                        f"a vta.load of uop reads uop addresses up to {end}, but the "
-                        f"vta.uop_buffer holds {n_uops} micro-ops"
-                    )
-
-
-VTA = Dialect(
-    "vta",
-    [ProgramOp, UopBufferOp, UopOp, LoadOp, StoreOp, GemmOp, AluOp, FinishOp],
-    [MemoryTypeAttr, AluOpcodeAttr],
-)

@@ -35,10 +35,17 @@ from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xweave.accel.api import Accelerator, AcceleratorError, IntrinsicCall, LoweredProgram, make_call
+from xweave.accel.api import (
+    Accelerator,
+    AcceleratorError,
+    IntrinsicCall,
+    LoweredProgram,
+    get_accelerator,
+    make_call,
+)
 from xweave.accel.vta.config import DEFAULT, HardwareConfig
 from xweave.dialects import loop
-from xweave.dialects import vta as isa
+from xweave.accel.vta import dialect as isa
 
 __all__ = ["ConvertLoopToVTAPass", "DramSlot", "VTAProgramBuilder", "lower_function"]
 
@@ -180,7 +187,10 @@ class VTAProgramBuilder:
                 insns.append(isa.FinishOp(deps=deps))
             else:
                 insns.append(rec.kind(**rec.args, deps=deps))
-        return isa.ProgramOp(insns, self.segment or None, sym_name=name)
+        program = isa.ProgramOp(insns, self.segment or None, sym_name=name)
+        if self.config != DEFAULT:  # the verifiers check the fields against it
+            program.attributes[isa.CONFIG_ATTR] = isa.config_attr(self.config)
+        return program
 
 
 def _sync_args(mem: str) -> dict[str, Any]:
@@ -469,8 +479,6 @@ class ConvertLoopToVTAPass(ModulePass):
     name = "convert-loop-to-vta"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from xweave.accel.api import get_accelerator
-
         acc = get_accelerator("vta")
         for f in list(op.ops):
             if not isinstance(f, func.FuncOp):

@@ -1,0 +1,420 @@
+"""From an llvm-dialect module to machine code: LLVM IR, LLVM's O3, an object file.
+
+    compiled = compile_llvm(module)            # optimize (O3, the module's target) and emit a PIC object
+    engine = compiled.load(extract_params(loop_stage_module))   # `runtime.jit.load_object`
+
+`compile_llvm` converts the xDSL llvm dialect to LLVM IR (`_convert_module`), runs
+LLVM's new pass manager at O3 for the module's target CPU and features (`xweave.target`,
+see `xweave.target`; loop and SLP vectorization on), and keeps the optimized IR, the
+object bytes and (lazily) the assembly. The object is position independent, so the same
+bytes load in this process, load in a fresh one, or link into a shared library.
+
+Parameters are bound through a per-object pointer table, not through symbols:
+`compile_llvm` turns every `llvm.mlir.global external @xweave_param_<name>` into an
+entry of `xweave_param_table` (an array of pointers defined in the object; code loads
+the pointer from it) and records the entries' names (`xweave_param_names`) and byte
+sizes (`xweave_param_nbytes`) in the object; `runtime.jit.load_object` fills the table
+of the freshly loaded copy (the names are the runtime's, `runtime.abi`).
+
+A model's object also describes its own calling convention: `compile_llvm(module, abi)`
+stores `abi` (a JSON object, `abi_of`: inputs, outputs, call state, parameters...; see
+`runtime.module`) with the target it was compiled for (`"target": {triple, cpu,
+features}`) as the constant global `xweave_abi` (`xweave_abi_nbytes` long), and
+`Engine.abi()` reads it back from the loaded code, so a loader checks what it was told
+against what the code was built for, before calling it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm_binding
+import llvmlite.ir as llvm_ir
+import numpy as np
+from xdsl.backend.llvm.convert import _convert_global, _declare_func
+from xdsl.backend.llvm.convert_op import convert_op
+from xdsl.backend.llvm.convert_type import convert_type
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Operation
+from xdsl.rewriter import Rewriter
+
+from xweave.context import parse_module
+from xweave.errors import ModelError
+from xweave.lowering.llvm_loops import NO_LLVM_UNROLL
+from xweave.lowering.loop_to_llvm import CALL_STATE_ATTR
+from xweave.passes.memory_plan import PEAK_ATTR
+from xweave.passes.profile_kernels import FLOPS_ATTR, KERNELS_ATTR
+from xweave.runtime.abi import (
+    ABI_GLOBAL,
+    ABI_NBYTES,
+    PARAM_COUNT,
+    PARAM_NAMES,
+    PARAM_NBYTES,
+    PARAM_PREFIX,
+    PARAM_TABLE,
+)
+from xweave.runtime.jit import (
+    Engine,
+    JITError,
+    load_object,
+    target_description,
+    target_machine,
+)
+from xweave.runtime.module import ABI_VERSION, TensorSpec, params_digest
+from xweave.runtime.profile import ProfileSlot
+from xweave.target import Target, as_target, machine_model, target_of
+
+
+@dataclass
+class CompiledObject:
+    """The result of `compile_llvm`: machine code for this CPU and what it came from."""
+
+    object_bytes: bytes
+    """A relocatable, position-independent ELF object."""
+    llvm_ir: str
+    """The LLVM IR after O3."""
+    param_names: tuple[str, ...]
+    """Names of the parameters (without prefix), in the order of the object's table."""
+    target: Target = field(default_factory=Target)
+    """The (resolved) CPU target the code was generated for."""
+    _assembly: str | None = field(default=None, repr=False)
+
+    @property
+    def assembly(self) -> str:
+        """The optimized module as assembly (generated on first access)."""
+        if self._assembly is None:
+            module = llvm_binding.parse_assembly(self.llvm_ir)
+            self._assembly = target_machine(self.target).emit_assembly(module)
+        return self._assembly
+
+    def load(self, symbols: Mapping[str, object] | None = None) -> Engine:
+        """`load_object(self.object_bytes, symbols)`."""
+        return load_object(self.object_bytes, symbols)
+
+
+def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None,
+                 target: Target | str | None = None) -> CompiledObject:
+    """Optimize an llvm-dialect module (or its text, or LLVM IR text) for a CPU target:
+    `target` if given, else the module's (`xweave.target`), else the default target.
+
+    Only `llvm.func` and `llvm.mlir.global` may be at the top level. The module is not
+    modified. `abi` (JSON-serializable) is stored in the object with the target
+    description, for `Engine.abi()`.
+    """
+    param_names: tuple[str, ...] = ()
+    if isinstance(module, str) and _is_llvm_ir_text(module):
+        if abi is not None:
+            raise JITError("compile_llvm: an ABI description needs an llvm-dialect module")
+        text = module
+        resolved = as_target(target).resolve()
+        tm = target_machine(resolved)
+    else:
+        if isinstance(module, str):
+            module = parse_module(module)
+        resolved = (as_target(target) if target is not None else target_of(module)).resolve()
+        tm = target_machine(resolved)
+        ir_module, param_names = _to_llvm_ir(module, tm)
+        if abi is not None:
+            _add_abi(ir_module, {**abi, "target": target_description(resolved)})
+        text = _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
+    try:
+        mod = llvm_binding.parse_assembly(text)
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+    except RuntimeError as e:
+        raise JITError(f"LLVM rejected the generated IR: {e}") from None
+    _optimize(mod, tm)
+    optimized = str(mod)
+    object_bytes = tm.emit_object(mod)
+    return CompiledObject(object_bytes, optimized, param_names, resolved)
+
+
+def translate_to_llvm_ir(module: ModuleOp) -> str:
+    """The LLVM IR of an llvm-dialect module, before optimization (what `compile_llvm`
+    hands to LLVM, `mlir-translate --mlir-to-llvmir`'s counterpart; `xweave-opt -t llvm`)."""
+    resolved = target_of(module).resolve()
+    ir_module, _ = _to_llvm_ir(module, target_machine(resolved))
+    return _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
+
+
+def _is_llvm_ir_text(text: str) -> bool:
+    return "llvm.func" not in text and ("define " in text or "declare " in text)
+
+
+def _optimize(mod: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine) -> None:
+    pto = llvm_binding.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True  # off by default even at O3
+    pb = llvm_binding.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(mod, pb)
+
+
+def _to_llvm_ir(
+    module: ModuleOp, tm: llvm_binding.TargetMachine
+) -> tuple[llvm_ir.Module, tuple[str, ...]]:
+    """`convert_module`, with parameter globals turned into a pointer table."""
+    params: dict[str, tuple[int, llvm.GlobalOp]] = {}
+    for op in module.ops:
+        if (
+            isinstance(op, llvm.GlobalOp)
+            and op.sym_name.data.startswith(PARAM_PREFIX)
+            and op.value is None
+            and op.linkage.linkage.data == "external"
+        ):
+            params[op.sym_name.data] = (len(params), op)
+
+    ops: list[Operation] = []
+    for op in module.ops:
+        if op.name == "llvm.mlir.global" and op.sym_name.data in params:
+            continue
+        if isinstance(op, llvm.FuncOp) and params and _uses_params(op, params):
+            op = _with_param_table(op, params)
+        ops.append(op)
+    if params:
+        table_type = llvm.LLVMArrayType(len(params), llvm.LLVMPointerType())
+        ops.insert(0, llvm.GlobalOp(table_type, PARAM_TABLE, "external"))
+
+    try:
+        ir_module = _convert_module(ops, tm)
+    except NotImplementedError as e:
+        raise JITError(f"cannot translate to LLVM IR: {e}") from None
+
+    for fn in ir_module.functions:
+        if not fn.is_declaration:
+            fn.attributes.add("nounwind")
+
+    names = tuple(name[len(PARAM_PREFIX):] for name in params)
+    _add_param_metadata(ir_module, params, tm)
+    return ir_module, names
+
+
+def _convert_module(ops: Sequence[Operation], tm: llvm_binding.TargetMachine) -> llvm_ir.Module:
+    """xDSL's `convert_module` (0.74), with two fixes for what our lowering emits:
+
+    * `llvm.alloca` yields an *opaque* pointer. llvmlite types an alloca's result as a
+      typed pointer (`float*`) and then refuses any store of another type through it
+      (a `vector<8xf32>` store into a local `f32` buffer, a `ptr` into a parallel
+      loop's argument block), although LLVM itself has only opaque pointers;
+    * a function's linkage is kept (`internal` for outlined parallel loop bodies), which
+      `convert_module` drops; an `external` global with a value is a definition
+      (`convert_module` prints `external global i32 0`, which LLVM rejects).
+    """
+    ir_module = llvm_ir.Module()
+    ir_module.triple = tm.triple
+    ir_module.data_layout = str(tm.target_data)
+    functions: list[llvm.FuncOp] = []
+    for op in ops:
+        if isinstance(op, llvm.GlobalOp):
+            _convert_global(op, ir_module)
+            if op.value is not None and op.linkage.linkage.data == "external":
+                ir_module.get_global(op.sym_name.data).linkage = ""  # a definition
+        elif isinstance(op, llvm.FuncOp):
+            functions.append(op)
+        else:
+            raise NotImplementedError(f"Conversion not implemented for op: {op.name}")
+    for op in functions:
+        _declare_func(op, ir_module)
+        linkage = op.linkage.linkage.data if op.linkage is not None else "external"
+        if op.body.blocks and linkage not in ("external", ""):
+            ir_module.get_global(op.sym_name.data).linkage = linkage
+    for op in functions:
+        if not op.body.blocks:
+            continue
+        fn = ir_module.get_global(op.sym_name.data)
+        block_map: dict = {}
+        val_map: dict = {}
+        for i, block in enumerate(op.body.blocks):
+            block_map[block] = fn.append_basic_block(name=block.name_hint or "")
+            if i == 0:
+                val_map.update(zip(block.args, fn.args))
+        for i, block in enumerate(op.body.blocks):
+            if i and block.args:
+                builder = llvm_ir.IRBuilder(block_map[block])
+                for arg in block.args:
+                    val_map[arg] = builder.phi(convert_type(arg.type))
+        for block in op.body.blocks:
+            builder = llvm_ir.IRBuilder(block_map[block])
+            if block_map[block].instructions:
+                builder.position_after(block_map[block].instructions[-1])
+            for inner in block.ops:
+                convert_op(inner, builder, val_map, block_map)
+                if isinstance(inner, llvm.AllocaOp):
+                    val_map[inner.results[0]].type = llvm_ir.PointerType()
+                if NO_LLVM_UNROLL in inner.attributes:
+                    _mark_no_unroll(ir_module, block_map[block].terminator)
+    return ir_module
+
+
+_LOOP_ID = "xweave.loop."
+_UNROLL_DISABLE = "llvm.loop.unroll.disable"
+
+
+def _mark_no_unroll(ir_module: llvm_ir.Module, branch: llvm_ir.Instruction) -> None:
+    """Give a loop's back edge `!llvm.loop` metadata saying "do not unroll".
+
+    A loop ID must be a distinct node whose first operand is itself, which llvmlite
+    cannot build: the branch gets a placeholder node, made a loop ID by
+    `_with_loop_ids` on the module's text."""
+    n = len(ir_module.metadata)  # unique per module
+    disable = ir_module.add_metadata([llvm_ir.MetaDataString(ir_module, _UNROLL_DISABLE)])
+    placeholder = ir_module.add_metadata(
+        [llvm_ir.MetaDataString(ir_module, f"{_LOOP_ID}{n}"), disable])
+    branch.set_metadata("llvm.loop", placeholder)
+
+
+AUTO_VECTOR_BITS = 256
+"""Widest vectors LLVM may use in a function whose code has no wider ones of its own
+(the loops schedules leave scalar: transposes, reductions along the contiguous axis).
+With 512-bit vectors legal there, LLVM turned BERT's head transposes into AVX-512
+gathers and scatters (slow on Zen 4: the transposes ran 10x slower, the softmax 3.5x;
+bench/README, issue 18)."""
+
+_VECTOR_TYPE = re.compile(r"<(\d+) x (float|double|half|bfloat|i64|i32|i16|i8)>")
+_ELEMENT_BITS = {"float": 32, "double": 64, "half": 16, "bfloat": 16,
+                 "i64": 64, "i32": 32, "i16": 16, "i8": 8}
+
+
+def _with_vector_width(text: str, target: Target) -> str:
+    """Each defined function with LLVM's `prefer-vector-width` (AUTO_VECTOR_BITS at
+    most) and `min-legal-vector-width`: the widest vector its own code uses, up to the
+    machine model's width (the schedules' 512-bit vectors stay zmm registers, on Intel
+    AVX-512 cores too, which otherwise prefer 256; functions without them get no zmm
+    code from LLVM)."""
+    if not target.is_cpu:
+        return text
+    bits = machine_model(target).vector_bits
+    prefer = min(bits, AUTO_VECTOR_BITS)
+
+    def attributes(m: re.Match) -> str:
+        end = m.string.find("\n}\n", m.end())
+        body = m.string[m.end():end if end >= 0 else len(m.string)]
+        widest = max((int(n) * _ELEMENT_BITS[t] for n, t in _VECTOR_TYPE.findall(body)),
+                     default=0)
+        legal = bits if widest > prefer else prefer
+        return (f'{m.group(1)} "prefer-vector-width"="{prefer}" '
+                f'"min-legal-vector-width"="{legal}"{m.group(2)}')
+
+    return re.sub(r"^(define .*\)[^{]*?)(\s*\{)$", attributes, text, flags=re.MULTILINE)
+
+
+def _with_loop_ids(text: str) -> str:
+    """`!5 = !{ !"xweave.loop.0", !4 }` -> `!5 = distinct !{ !5, !4 }` (see `_mark_no_unroll`)."""
+    return re.sub(rf'^(!\d+) = !{{ ?!"{re.escape(_LOOP_ID)}\d+", (!\d+) ?}}$',
+                  r"\1 = distinct !{ \1, \2 }", text, flags=re.MULTILINE)
+
+
+def _uses_params(op: llvm.FuncOp, params: Mapping[str, object]) -> bool:
+    return any(
+        isinstance(o, llvm.AddressOfOp) and o.global_name.root_reference.data in params
+        for o in op.walk()
+    )
+
+
+def _with_param_table(
+    op: llvm.FuncOp, params: Mapping[str, tuple[int, llvm.GlobalOp]]
+) -> llvm.FuncOp:
+    """A copy of `op` reading parameter addresses from the table: `load (table + i)`."""
+    ptr = llvm.LLVMPointerType()
+    copy = op.clone()
+    for o in list(copy.walk()):
+        if not isinstance(o, llvm.AddressOfOp):
+            continue
+        name = o.global_name.root_reference.data
+        if name not in params:
+            continue
+        index = params[name][0]
+        table = llvm.AddressOfOp(PARAM_TABLE, ptr)
+        slot = llvm.GEPOp(table, [index], ptr, inbounds=True)
+        load = llvm.LoadOp(slot, ptr, alignment=8)
+        Rewriter.replace_op(o, [table, slot, load], [load.dereferenced_value])
+    return copy
+
+
+def _add_param_metadata(
+    ir_module: llvm_ir.Module,
+    params: Mapping[str, tuple[int, llvm.GlobalOp]],
+    tm: llvm_binding.TargetMachine,
+) -> None:
+    """Define the table (zero-filled) and the names/sizes of its entries."""
+    count = llvm_ir.GlobalVariable(ir_module, llvm_ir.IntType(64), PARAM_COUNT)
+    count.initializer = llvm_ir.Constant(llvm_ir.IntType(64), len(params))
+    count.global_constant = True
+    if not params:
+        return
+    table = ir_module.get_global(PARAM_TABLE)
+    table.linkage = ""  # a definition now (convert_module made it an external declaration)
+    table.initializer = llvm_ir.Constant(table.value_type, None)
+    table.align = 8
+
+    data = b"".join(name[len(PARAM_PREFIX):].encode() + b"\0" for name in params)
+    names_type = llvm_ir.ArrayType(llvm_ir.IntType(8), len(data))
+    names = llvm_ir.GlobalVariable(ir_module, names_type, PARAM_NAMES)
+    names.initializer = llvm_ir.Constant(names_type, bytearray(data))
+    names.global_constant = True
+
+    target_data = tm.target_data
+    sizes = [convert_type(op.global_type).get_abi_size(target_data) for _, op in params.values()]
+    sizes_type = llvm_ir.ArrayType(llvm_ir.IntType(64), len(sizes))
+    nbytes = llvm_ir.GlobalVariable(ir_module, sizes_type, PARAM_NBYTES)
+    nbytes.initializer = llvm_ir.Constant(sizes_type, sizes)
+    nbytes.global_constant = True
+
+
+def _add_abi(ir_module: llvm_ir.Module, abi: Mapping[str, object]) -> None:
+    """`xweave_abi`: the ABI as JSON bytes; `xweave_abi_nbytes`: their count."""
+    data = json.dumps(abi, sort_keys=True, separators=(",", ":")).encode()
+    data_type = llvm_ir.ArrayType(llvm_ir.IntType(8), len(data))
+    text = llvm_ir.GlobalVariable(ir_module, data_type, ABI_GLOBAL)
+    text.initializer = llvm_ir.Constant(data_type, bytearray(data))
+    text.global_constant = True
+    size = llvm_ir.GlobalVariable(ir_module, llvm_ir.IntType(64), ABI_NBYTES)
+    size.initializer = llvm_ir.Constant(llvm_ir.IntType(64), len(data))
+    size.global_constant = True
+
+
+# ----------------------------------------------------------------------------------
+# The ABI description of a model
+# ----------------------------------------------------------------------------------
+
+
+def profile_slots(attributes) -> tuple[ProfileSlot, ...] | None:
+    """The profile slots recorded in @main's attributes (None: not a profiling build)."""
+    kernels = attributes.get(KERNELS_ATTR)
+    if kernels is None:
+        return None
+    flops = attributes.get(FLOPS_ATTR)
+    counts = [f.value.data for f in flops.data] if flops is not None else []
+    counts += [0] * (len(kernels.data) - len(counts))
+    return tuple(ProfileSlot(k.data, n) for k, n in zip(kernels.data, counts))
+
+
+def abi_of(module: ModuleOp, params: Mapping[str, np.ndarray],
+           signature: tuple[list[TensorSpec], list[TensorSpec]]) -> dict:
+    """The ABI description of a lowered (llvm-dialect) model: inputs, outputs, the call
+    state @main takes after them, the arena size, a profiling build's slots, the
+    parameters and their digest (`compile_llvm` adds the target)."""
+    peak = module.attributes.get(PEAK_ATTR)
+    main = next((op for op in module.ops if getattr(op, "sym_name", None) is not None
+                 and op.sym_name.data == "main"), None)
+    if main is None:
+        raise ModelError("the module has no @main function")
+    state = main.attributes.get(CALL_STATE_ATTR)
+    slots = profile_slots(main.attributes)
+    return {
+        "abi_version": ABI_VERSION,
+        "inputs": [s.to_json() for s in signature[0]],
+        "outputs": [s.to_json() for s in signature[1]],
+        "call_state": [{"name": d.data["name"].data, "nbytes": d.data["nbytes"].value.data}
+                       for d in state.data] if isinstance(state, ArrayAttr) else [],
+        "peak_memory_bytes": peak.value.data if isinstance(peak, IntegerAttr) else None,
+        "profile": [s.to_json() for s in slots] if slots is not None else None,
+        "params": [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name}
+                   for k, v in sorted(params.items())],
+        "params_sha256": params_digest(params),
+    }
