@@ -53,6 +53,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import simplify, simplify_access
 from xweave.passes.loop_regions import (
     Stage,
     accesses_of,
@@ -61,15 +62,11 @@ from xweave.passes.loop_regions import (
     find_stage,
     guard_nest,
     infer_region,
-    linearize,
     memory_scope,
     nest_of,
-    rebase_access,
     restore_on_failure,
     dimension_order,
-    permute_access,
     retarget_loop,
-    simplify_access,
     spatial_loops,
     stage_kernels,
     stage_of,
@@ -162,7 +159,7 @@ class LoopCacheWritePass(ModulePass):
                     retarget_loop(f, region.offsets[d], region.extents[d], fixed)
             touched = accesses_of(at, buffer)
             for access in touched:
-                rebase_access(access, cache.memref, region.offsets, fixed)
+                access.rebase(cache.memref, region.offsets, fixed)
             rank = len(shape)
             shifted = [off.replace_dims_and_symbols(
                 [AffineExpr.dimension(rank + i) for i in range(len(fixed))], [])
@@ -195,10 +192,10 @@ class LoopCacheWritePass(ModulePass):
             touched += copies
             for access in touched:
                 if access.memref is cache.memref:
-                    permute_access(access, order)
+                    access.permute(order)
             fold_access_maps(kernel)
             for access in touched:
-                simplify_access(access)
+                simplify_access(access, fold_dims=False)
 
         return run
 
@@ -206,7 +203,7 @@ class LoopCacheWritePass(ModulePass):
 def _moves(region, f: loop.ForOp) -> bool:
     """Whether the box's offset depends on loop `f` (one of `region.fixed`)."""
     position = region.fixed.index(f)
-    return any(position in linearize(off).used_dims() for off in region.offsets)
+    return any(position in simplify(off).used_dims() for off in region.offsets)
 
 
 def _init_axes(stage: Stage, shape) -> list[loop.ForOp] | None:

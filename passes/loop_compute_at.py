@@ -46,6 +46,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import simplify_access
 from xweave.passes.loop_regions import (
     Stage,
     accesses_of,
@@ -55,11 +56,8 @@ from xweave.passes.loop_regions import (
     guard_nest,
     infer_region,
     memory_scope,
-    permute_access,
-    rebase_access,
     restore_on_failure,
     retarget_loop,
-    simplify_access,
     spatial_loops,
     stage_anchor,
     stage_kernels,
@@ -166,16 +164,16 @@ class LoopComputeAtPass(ModulePass):
                        if isinstance(a, loop.LoadOp | loop.StoreOp)]
             if new_alloc is not None:
                 for access in accesses_of(kernel, buffer):
-                    rebase_access(access, new_alloc.memref, region.offsets, fixed)
+                    access.rebase(new_alloc.memref, region.offsets, fixed)
                 alloc.detach()
                 alloc.erase()
                 touched = list(dict.fromkeys(touched + accesses_of(at, new_alloc.memref)))
                 for access in touched:
                     if access.memref is new_alloc.memref:
-                        permute_access(access, order)
+                        access.permute(order)
             fold_access_maps(kernel)
             for access in dict.fromkeys(touched):
-                simplify_access(access)
+                simplify_access(access, fold_dims=False)
             if self.overcompute:
                 assert new_alloc is not None
                 inputs = [a for root in stage.roots for a in root.walk()

@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import simplify_access
 from xweave.passes.loop_regions import (
     Stage,
     accesses_of,
@@ -40,7 +41,6 @@ from xweave.passes.loop_regions import (
     dominates,
     find_stage,
     restore_on_failure,
-    simplify_access,
     spatial_loops,
     stage_kernels,
     temporary_alloc,
@@ -148,7 +148,7 @@ class LoopInlinePass(ModulePass):
             fold_access_maps(kernel)
             for access in touched:
                 if access.parent is not None:
-                    simplify_access(access)
+                    simplify_access(access, fold_dims=False)
 
         return run
 

@@ -57,13 +57,12 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import simplify_access
 from xweave.passes.loop_regions import (
     dimension_order,
     element_zero,
     nest_of,
     restore_on_failure,
-    set_access,
-    simplify_access,
 )
 from xweave.passes.loop_utils import kernels, materialize
 
@@ -200,9 +199,9 @@ class LoopPackPass(ModulePass):
                 amap = load.map.data
                 split_results = packed_exprs(list(amap.results), splits)
                 results = [split_results[d] for d in order]
-                set_access(load, packed.memref, list(load.indices),
-                           AffineMap(amap.num_dims, amap.num_symbols, tuple(results)))
-                simplify_access(load)
+                load.set_access(list(load.indices), AffineMap(
+                    amap.num_dims, amap.num_symbols, tuple(results)), packed.memref)
+                simplify_access(load, fold_dims=False)
 
         return run
 
