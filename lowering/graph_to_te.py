@@ -31,7 +31,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from xweave import te
-from xweave.dialects import graph
+from xweave.dialects import graph, loop
 from xweave.errors import XweaveError
 from xweave.operators import nn, transform
 
@@ -266,7 +266,7 @@ class ConvertGraphToTePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = _KernelTable(op, {}, {})
-        graph_funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" not in f.attributes]
+        graph_funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and not loop.is_kernel(f)]
         for function in graph_funcs:
             targets = [
                 inner for inner in function.walk()

@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from xweave.dialects import graph
+from xweave.dialects import graph, loop
 from xweave.dialects.graph import MAX_TILE
 from xweave.winograd import winograd_matrices
 
@@ -130,6 +130,6 @@ class GraphWinogradPass(ModulePass):
         if ctx.get_optional_dialect("builtin") is None:
             ctx.load_registered_dialect("builtin")  # so that new weight blobs get printed
         for function in op.ops:
-            if isinstance(function, func.FuncOp) and "xweave.kernel" not in function.attributes:
+            if isinstance(function, func.FuncOp) and not loop.is_kernel(function):
                 for conv in [o for o in function.walk() if self.eligible(o)]:
                     self.rewrite(conv)

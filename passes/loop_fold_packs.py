@@ -131,7 +131,7 @@ class LoopFoldConstantPacksPass(ModulePass):
         for call in op.walk():
             if isinstance(call, func.CallOp):
                 calls.setdefault(call.callee.root_reference.data, []).append(call)
-        kernels = [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]
+        kernels = [f for f in op.ops if loop.is_kernel(f)]
         for kernel in kernels:
             for alloc in [a for a in kernel.body.block.ops
                           if isinstance(a, loop.AllocOp) and PACK_ATTR in a.attributes]:

@@ -133,10 +133,7 @@ class LoopVectorizePass(ModulePass):
         if self.lanes not in (0, 4, 8, 16):
             raise PassFailedException(f"loop-vectorize: lanes={self.lanes} (expected 4, 8 or 16)")
         lanes = self.lanes or machine_model(target_of(op)).lanes
-        try:
-            loops = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-vectorize: {e}") from None
+        loops = find_loops(op, self.loop, self.kernel, self.name)
         plans = []
         for for_op in loops:  # analyse (and build) everything before changing anything
             plan = _Plan(for_op, self.fma, lanes)

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
+from xweave.dialects import loop
 from xweave.errors import XweaveError
 from xweave.schedules.analysis import KernelInfo, analyse
 from xweave.schedules.templates import TEMPLATES, Template
@@ -112,7 +113,7 @@ class ScheduleKernelsPass(ModulePass):
 
             tuned = tuned_schedules(self.tuning_records, target_of(op), self.any_target)
         skipped = {}
-        for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
+        for kernel in [f for f in op.ops if loop.is_kernel(f)]:
             name = kernel.sym_name.data
             try:
                 steps = tuned.steps_for(kernel) if tuned is not None else None
