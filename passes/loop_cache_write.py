@@ -44,17 +44,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_analysis import simplify, simplify_access
 from xweave.passes.loop_regions import (
+    PlannedLoopPass,
     Stage,
     accesses_of,
     check_dense,
@@ -64,11 +63,9 @@ from xweave.passes.loop_regions import (
     infer_region,
     memory_scope,
     nest_of,
-    restore_on_failure,
     dimension_order,
     retarget_loop,
     spatial_loops,
-    stage_kernels,
     stage_of,
     unique_loop,
 )
@@ -76,7 +73,7 @@ from xweave.passes.loop_utils import fold_access_maps
 
 
 @dataclass(frozen=True)
-class LoopCacheWritePass(ModulePass):
+class LoopCacheWritePass(PlannedLoopPass):
     """Compute stage `stage` into a local buffer per iteration of its loop `at`, with
     its init inside `at` and a write-back nest `<stage>_write.*` at the end of `at`.
 
@@ -96,14 +93,7 @@ class LoopCacheWritePass(ModulePass):
     accumulate: bool = False
     kernel: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        targets = stage_kernels(op, self.stage, self.kernel)
-        plans = [self._plan(k) for k in targets]
-        with restore_on_failure(targets):
-            for run in plans:
-                run()
-
-    def _plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+    def plan(self, kernel: func.FuncOp) -> Callable[[], None]:
         what = f"cache-write of '{self.stage}' at '{self.at}'"
         stage = cast(Stage, find_stage(kernel, self.stage))
         at = unique_loop(kernel, self.at)

@@ -12,18 +12,21 @@
 * **rewriting onto a region**: a stage's loops re-targeted to the region
   (`retarget_loop`), accesses re-based into a smaller buffer (`loop.LoadOp.rebase`),
   `scf.if` guards where a region may stick out of its buffer (`guard_nest`);
-* **all-or-nothing application** (`restore_on_failure`): a pass validates every kernel
-  before touching any, and a failure midway puts the original kernels back.
+* **all-or-nothing application** (`PlannedLoopPass`, `restore_on_failure`): a pass
+  validates every kernel before touching any, and a failure midway puts the original
+  kernels back.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import cast
 
+from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     FloatAttr,
@@ -37,6 +40,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from xweave.dialects import loop
@@ -161,6 +165,20 @@ def check_inputs_stable(kernel: func.FuncOp, stage: Stage) -> None:
             raise PassFailedException(
                 f"stage '{stage.name}' reads a buffer that is written after it; moving "
                 "the stage would change what it reads")
+
+
+def outside_readers(kernel: func.FuncOp, stage: Stage, what: str) -> list[loop.LoadOp]:
+    """The loads of the stage's temporary buffer outside the stage; an error if the
+    buffer has another use, or is also written outside the stage."""
+    alloc = temporary_alloc(stage.buffer)
+    for use in stage.buffer.uses:
+        user = use.operation
+        if user is not alloc and not isinstance(user, loop.LoadOp | loop.StoreOp):
+            raise PassFailedException(f"{what}: the buffer is used by {user.name}")
+    readers = [a for a in accesses_of(kernel, stage.buffer) if not stage.contains(a)]
+    if any(isinstance(reader, loop.StoreOp) for reader in readers):
+        raise PassFailedException(f"{what}: the buffer is also written outside the stage")
+    return cast(list[loop.LoadOp], readers)
 
 
 def stage_anchor(stage: Stage, at: loop.ForOp, what: str) -> Operation:
@@ -549,6 +567,28 @@ def restore_on_failure(funcs: Sequence[func.FuncOp]) -> Iterator[None]:
         if isinstance(error, PassFailedException):
             raise
         raise PassFailedException(f"internal error, IR left unchanged: {error}") from error
+
+
+class PlannedLoopPass(ModulePass, ABC):
+    """A loop pass that plans its rewrite of every kernel it targets before changing
+    any (`plan` validates one kernel and returns the rewrite), then runs the rewrites
+    under `restore_on_failure`. By default the targets are the kernels that have the
+    stage named by the pass's `stage` option (all, or its `kernel` option's)."""
+
+    def targets(self, module: ModuleOp) -> list[func.FuncOp]:
+        return stage_kernels(module, getattr(self, "stage"), getattr(self, "kernel"))
+
+    @abstractmethod
+    def plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+        """Check that `kernel` can be rewritten (PassFailedException otherwise) and
+        return the rewrite."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        targets = self.targets(op)
+        plans = [self.plan(k) for k in targets]
+        with restore_on_failure(targets):
+            for run in plans:
+                run()
 
 
 def element_zero(memref_type: MemRefType) -> arith.ConstantOp:
