@@ -50,11 +50,8 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
-    Signedness,
     StringAttr,
     TensorType,
-    f16,
-    f32,
     f64,
     i1,
     i64,
@@ -89,6 +86,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from xweave.dialects.dtypes import element_type, numpy_dtype
 from xweave.layout import transform_shape
 
 # --------------------------------------------------------------------------------------
@@ -263,47 +261,6 @@ def _element(value: SSAValue) -> Attribute:
     typ = value.type
     assert isinstance(typ, TensorType)
     return typ.element_type
-
-
-# --------------------------------------------------------------------------------------
-# Element types <-> numpy dtypes
-# --------------------------------------------------------------------------------------
-
-
-def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """The numpy dtype holding values of a builtin element type."""
-    if isinstance(element_type, Float32Type):
-        return np.dtype(np.float32)
-    if isinstance(element_type, Float64Type):
-        return np.dtype(np.float64)
-    if isinstance(element_type, Float16Type):
-        return np.dtype(np.float16)
-    if isinstance(element_type, IntegerType):
-        width = element_type.width.data
-        if width == 1:
-            return np.dtype(np.bool_)
-        if width in (8, 16, 32, 64):
-            unsigned = element_type.signedness.data == Signedness.UNSIGNED
-            return np.dtype(f"{'u' if unsigned else 'i'}{width // 8}")
-    raise ValueError(f"no numpy dtype for element type {element_type}")
-
-
-def element_type_of(dtype: np.dtype) -> Attribute:
-    """The builtin element type for a numpy dtype (ints are signless, uints unsigned)."""
-    dtype = np.dtype(dtype)
-    if dtype == np.float32:
-        return f32
-    if dtype == np.float64:
-        return f64
-    if dtype == np.float16:
-        return f16
-    if dtype == np.bool_:
-        return i1
-    if dtype.kind == "i":
-        return IntegerType(dtype.itemsize * 8)
-    if dtype.kind == "u":
-        return IntegerType(dtype.itemsize * 8, Signedness.UNSIGNED)
-    raise ValueError(f"unsupported constant dtype {dtype}")
 
 
 # --------------------------------------------------------------------------------------
@@ -510,7 +467,7 @@ class ConstantOp(GraphOperation, HasFolderInterface):
         """A constant holding `array`: inline if small, else a named resource blob."""
         array = np.asarray(array)  # (ascontiguousarray would make 0-d arrays 1-d)
         array = np.require(array.astype(array.dtype.newbyteorder("<"), copy=False), requirements="C")
-        typ = _tensor(element_type_of(array.dtype), array.shape)
+        typ = _tensor(element_type(array.dtype), array.shape)
         if array.size <= INLINE_LIMIT:
             return ConstantOp(DenseIntOrFPElementsAttr(typ, BytesAttr(array.tobytes())))
         return ConstantOp(DenseResourceAttr.from_params(_register_blob(name, array), typ))

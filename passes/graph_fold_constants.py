@@ -39,6 +39,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from xweave.dialects import graph
+from xweave.dialects.dtypes import element_type, numpy_dtype
 
 
 def constant_name(op: graph.ConstantOp, suffix: str) -> str:
@@ -53,7 +54,7 @@ def folded_constant(name: str, array: np.ndarray) -> graph.ConstantOp:
     """A constant holding `array`; a splat (all elements equal) is stored as one value."""
     flat = array.reshape(-1)
     if flat.size > 1 and (flat == flat[0]).all():
-        typ = TensorType(graph.element_type_of(array.dtype), array.shape)
+        typ = TensorType(element_type(array.dtype), array.shape)
         data = flat[:1].astype(flat.dtype.newbyteorder("<")).tobytes()
         return graph.ConstantOp(DenseIntOrFPElementsAttr(typ, BytesAttr(data)))
     return graph.ConstantOp.from_array(name, array)
@@ -93,7 +94,7 @@ class FoldConstantOperation(RewritePattern):
         new = [
             folded_constant(
                 constant_name(first, suffix) if first else suffix,  # pyright: ignore
-                np.asarray(v, graph.numpy_dtype(r.type.element_type)),  # pyright: ignore
+                np.asarray(v, numpy_dtype(r.type.element_type)),  # pyright: ignore
             )
             for v, r in zip(values, op.results)
         ]

@@ -35,6 +35,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph, loop
+from xweave.dialects.dtypes import numpy_dtype
 from xweave.passes.loop_pack import PACK_ATTR, pack_array, packed_shape
 
 
@@ -43,7 +44,7 @@ def global_array(op: loop.GlobalOp) -> np.ndarray:
     memref = cast(MemRefType, op.type)
     value = graph.constant_value(graph.ConstantOp(op.initial_value))
     return np.broadcast_to(value, tuple(memref.get_shape())).astype(
-        graph.numpy_dtype(memref.get_element_type()), copy=False)
+        numpy_dtype(memref.get_element_type()), copy=False)
 
 
 def _packing_stage(kernel: func.FuncOp, alloc: loop.AllocOp, arg: SSAValue) -> loop.ForOp | None:

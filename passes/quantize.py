@@ -64,6 +64,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph
+from xweave.dialects.dtypes import numpy_dtype
 from xweave.errors import InputError, XweaveError
 
 CALIBRATION_ATTR = "xweave.calibration"
@@ -168,7 +169,7 @@ def _input_specs(main: func.FuncOp) -> list[tuple[str, tuple[int, ...], np.dtype
         labels = [n.data for n in names.data if isinstance(n, StringAttr)]
     else:
         labels = [f"input{i}" for i in range(len(types))]
-    return [(name, tuple(t.get_shape()), graph.numpy_dtype(t.get_element_type()))  # pyright: ignore
+    return [(name, tuple(t.get_shape()), numpy_dtype(t.get_element_type()))  # pyright: ignore
             for name, t in zip(labels, types)]
 
 

@@ -19,7 +19,8 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 
 from xweave.dialects import graph
-from xweave.dialects.graph import numpy_dtype, window_output_size
+from xweave.dialects.dtypes import numpy_dtype
+from xweave.dialects.graph import window_output_size
 from xweave.layout import transform_array
 from xweave.winograd import winograd_matrices
 
