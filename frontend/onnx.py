@@ -31,12 +31,13 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from xweave.dialects import graph
 from xweave.dialects.dtypes import element_type, numpy_dtype
+from xweave.dialects.graph.shapes import broadcast_shape, gather_output_shape
 from xweave.errors import ModelError, UnsupportedOpsError, XweaveError
 from xweave.frontend.onnx_checks import (
     MAX_RUNTIME_ELEMENTS,
@@ -518,7 +519,7 @@ class _Importer:
                 # convert-loop-to-llvm has no parameter storage for i1: bool constants are
                 # stored as i8 and cast (a constant-folding pass may fold this back).
                 stored = self.constant(name, array.astype(np.int8))
-                self.values[name] = self.emit(graph.CastOp(stored, graph.i1))
+                self.values[name] = self.emit(graph.CastOp(stored, i1))
             else:
                 self.values[name] = self.constant(name, array)
         return self.values[name]
@@ -1190,7 +1191,7 @@ class _Importer:
                 ranges = [range(e) for e in shape]
                 ranges[axis] = range(int(idx.reshape(-1)[0]), int(idx.reshape(-1)[-1]) + step, step)
                 sliced = self._slice(self.value(data), ranges)
-                out = graph.gather_output_shape(shape, idx.shape, axis)
+                out = gather_output_shape(shape, idx.shape, axis)
                 return self.reshape(sliced, out)
             self.constants[indices] = idx
         index_value = self.data(node, indices, "i")
@@ -1235,7 +1236,7 @@ class _Importer:
 
     def op_Expand(self, node: onnx.NodeProto, attrs: dict) -> SSAValue:
         target = [int(d) for d in self.const_array(node, node.input[1]).reshape(-1)]
-        shape = graph.broadcast_shape(self.shape(node.input[0]), target)
+        shape = broadcast_shape(self.shape(node.input[0]), target)
         if shape is None:
             raise ModelError(f"Expand '{node.name}': cannot broadcast "
                              f"{list(self.shape(node.input[0]))} to {target}")

@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
 
 from xweave.dialects import graph
 from xweave.dialects.dtypes import element_type, numpy_dtype
+from xweave.dialects.graph.constants import constant_value
 
 
 def constant_name(op: graph.ConstantOp, suffix: str) -> str:
@@ -87,7 +88,7 @@ class FoldConstantOperation(RewritePattern):
         if out > self.max_elements and out > sum(_elements(v.type) for v in op.operands):
             return
         constants = [v.owner for v in op.operands]
-        args = tuple(graph.constant_value(c) for c in constants)  # pyright: ignore
+        args = tuple(constant_value(c) for c in constants)  # pyright: ignore
         values = self.interpreter.run_op(op, args)
         first = next((c for c in constants if isinstance(c.value, DenseResourceAttr)), None)
         suffix = op.name.removeprefix("graph.")

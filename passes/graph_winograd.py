@@ -30,7 +30,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import graph, loop
-from xweave.dialects.graph import MAX_TILE
+from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.winograd import MAX_TILE
 from xweave.winograd import winograd_matrices
 
 def transformed_weight(weight: np.ndarray, tile: int) -> np.ndarray:
@@ -54,7 +55,7 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 def _constant(value: SSAValue | None) -> np.ndarray | None:
     if value is not None and isinstance(value.owner, graph.ConstantOp):
-        return graph.constant_value(value.owner)
+        return constant_value(value.owner)
     return None
 
 

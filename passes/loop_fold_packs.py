@@ -36,13 +36,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph, loop
 from xweave.dialects.dtypes import numpy_dtype
+from xweave.dialects.graph.constants import constant_value
 from xweave.passes.loop_pack import PACK_ATTR, pack_array, packed_shape
 
 
 def global_array(op: loop.GlobalOp) -> np.ndarray:
     """The value of a `loop.global` as an array of its buffer type."""
     memref = cast(MemRefType, op.type)
-    value = graph.constant_value(graph.ConstantOp(op.initial_value))
+    value = constant_value(graph.ConstantOp(op.initial_value))
     return np.broadcast_to(value, tuple(memref.get_shape())).astype(
         numpy_dtype(memref.get_element_type()), copy=False)
 

@@ -29,6 +29,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from xweave.accel.vta.config import DEFAULT, HardwareConfig
 from xweave.dialects import graph
+from xweave.dialects.graph.constants import constant_value
 from xweave.passes.quantize import (
     CALIBRATION_ATTR,
     GraphQuantizePass,
@@ -257,8 +258,8 @@ def partition(module: ModuleOp, config: HardwareConfig = DEFAULT, virtual_thread
                     raise QuantizationError(f"@main: the {what} of the call of @{callee} "
                                             "must be a graph.constant")
             layer = VtaLayer(callee, read_int8_layer(functions[callee]),
-                             graph.constant_value(w.owner),  # pyright: ignore[reportArgumentType]
-                             graph.constant_value(b.owner),  # pyright: ignore[reportArgumentType]
+                             constant_value(w.owner),  # pyright: ignore[reportArgumentType]
+                             constant_value(b.owner),  # pyright: ignore[reportArgumentType]
                              config, virtual_threads)
             layers.append(layer)
             steps.append(AcceleratorStep(layer, names[x], names[run.results[0]]))
