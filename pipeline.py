@@ -38,10 +38,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    Float32Type,
-    Float64Type,
     IntegerAttr,
-    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -52,6 +49,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from xweave import plugins
 from xweave.accel.offload import CpuSegment, OffloadPlan
 from xweave.context import make_context, print_module
+from xweave.dialects.dtypes import DtypeError, dtype_name
 from xweave.errors import InternalCompilerError, ModelError, XweaveError
 from xweave.lowering.graph_to_te import ConvertGraphToTePass
 from xweave.lowering.llvm_codegen import CompiledObject, abi_of, compile_llvm
@@ -265,14 +263,10 @@ def lower(
 
 
 def _numpy_dtype(element_type) -> str:
-    if isinstance(element_type, Float32Type):
-        return "float32"
-    if isinstance(element_type, Float64Type):
-        return "float64"
-    if isinstance(element_type, IntegerType):
-        width = element_type.width.data
-        return "bool" if width == 1 else f"int{width}"
-    raise ModelError(f"unsupported element type {element_type}")
+    try:
+        return dtype_name(element_type)
+    except DtypeError:
+        raise ModelError(f"unsupported element type {element_type}") from None
 
 
 def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:

@@ -41,10 +41,10 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     TensorType,
-    UnitAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from xweave.dialects import loop
 from xweave.dialects import te as te_dialect
 
 __all__ = [
@@ -883,6 +883,6 @@ def create_kernel(name: str, inputs: Sequence[Tensor], outputs: Sequence[Tensor]
     kernel = func.FuncOp(
         name, ([_tensor_type(t) for t in inputs], [_tensor_type(t) for t in outputs]), Region(block)
     )
-    kernel.attributes["xweave.kernel"] = UnitAttr()
+    loop.mark_kernel(kernel)
     kernel.verify()
     return kernel

@@ -35,6 +35,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from xweave.dialects import graph
+from xweave.dialects.graph.constants import constant_value
 from xweave.passes.quantize import (
     CALIBRATION_ATTR,
     GraphQuantizePass,
@@ -220,8 +221,8 @@ def partition(module: ModuleOp, accelerator: str, make_layer: MakeLayer) -> Offl
                     raise QuantizationError(f"@main: the {what} of the call of @{callee} "
                                             "must be a graph.constant")
             layer = make_layer(callee, read_int8_layer(functions[callee]),
-                               graph.constant_value(w.owner),  # pyright: ignore[reportArgumentType]
-                               graph.constant_value(b.owner))  # pyright: ignore[reportArgumentType]
+                               constant_value(w.owner),  # pyright: ignore[reportArgumentType]
+                               constant_value(b.owner))  # pyright: ignore[reportArgumentType]
             layers.append(layer)
             steps.append(AcceleratorStep(layer, names[x], names[run.results[0]]))
     return OffloadPlan(accelerator, steps, [names[a] for a in main.body.block.args],

@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar, cast
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     I64,
     AffineMapAttr,
@@ -94,6 +95,20 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+KERNEL_ATTR = "xweave.kernel"
+"""The unit attribute that marks a `func.func` as a kernel (from the te stage on)."""
+
+
+def is_kernel(op: Operation) -> bool:
+    """Whether `op` is a kernel: a `func.func` marked `xweave.kernel`."""
+    return isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
+
+
+def mark_kernel(function: func.FuncOp) -> None:
+    """Mark `function` as a kernel."""
+    function.attributes[KERNEL_ATTR] = UnitAttr()
+
 
 # ----------------------------------------------------------------------------------
 # Attributes
@@ -552,8 +567,51 @@ def _identity_map(memref: SSAValue, map: AffineMap | AffineMapAttr | None) -> Af
     return AffineMapAttr(map)
 
 
+class MemoryAccess:
+    """Rewriting of the affine access of `loop.load`, `loop.store` and `loop.prefetch`:
+    the buffer, the index operands and the map, changed together."""
+
+    def set_access(self, indices: Sequence[SSAValue], amap: AffineMap,
+                   memref: SSAValue | None = None, compact: bool = False) -> bool:
+        """Access `memref[amap(indices)]` (the same buffer by default). With `compact`,
+        the dims no result uses are dropped (with their operands) and the others
+        renumbered in order; returns whether the op changed."""
+        memref = self.memref if memref is None else memref
+        indices = list(indices)
+        if compact and amap.num_symbols == 0:
+            used = sorted({d for r in amap.results for d in r.used_dims()})
+            if len(used) < amap.num_dims:
+                remap = {d: AffineExpr.dimension(i) for i, d in enumerate(used)}
+                dims = [remap.get(d, AffineExpr.constant(0)) for d in range(amap.num_dims)]
+                amap = amap.replace_dims_and_symbols(dims, [], len(used), 0)
+                indices = [indices[d] for d in used]
+        if memref is self.memref and amap == self.map.data and indices == list(self.indices):
+            return False
+        head = list(self.operands[: len(self.operands) - len(self.indices) - 1])
+        self.operands = [*head, memref, *indices]
+        self.properties["map"] = AffineMapAttr(amap)
+        return True
+
+    def rebase(self, memref: SSAValue, offsets: Sequence[AffineExpr],
+               fixed: Sequence[SSAValue]) -> None:
+        """Access `memref[e - offsets]` instead of `buffer[e]`, where `offsets` are affine
+        in the values `fixed` (which must be visible here)."""
+        amap = self.map.data
+        n = amap.num_dims
+        shift = [AffineExpr.dimension(n + i) for i in range(len(fixed))]
+        results = tuple(e - off.replace_dims_and_symbols(shift, [])
+                        for e, off in zip(amap.results, offsets, strict=True))
+        self.set_access([*self.indices, *fixed], AffineMap(n + len(fixed), 0, results), memref)
+
+    def permute(self, order: Sequence[int]) -> None:
+        """Index dimension `order[i]` of the old layout as dimension `i` of the new one."""
+        amap = self.map.data
+        results = tuple(amap.results[d] for d in order)
+        self.set_access(list(self.indices), AffineMap(amap.num_dims, amap.num_symbols, results))
+
+
 @irdl_op_definition
-class LoadOp(IRDLOperation):
+class LoadOp(MemoryAccess, IRDLOperation):
     """`%v = loop.load %A[%i * 2 + %k, %j] : memref<…>`: read an element (or a vector)."""
 
     name = "loop.load"
@@ -612,7 +670,7 @@ class LoadOp(IRDLOperation):
 
 
 @irdl_op_definition
-class StoreOp(IRDLOperation):
+class StoreOp(MemoryAccess, IRDLOperation):
     """`loop.store %v, %A[%i, %j] : memref<…>`: write an element (or a vector)."""
 
     name = "loop.store"
@@ -672,7 +730,7 @@ class StoreOp(IRDLOperation):
 
 
 @irdl_op_definition
-class PrefetchOp(IRDLOperation):
+class PrefetchOp(MemoryAccess, IRDLOperation):
     """`loop.prefetch write %A[%i, %j] : memref<…>`: a hint that the cache line holding
     the element will soon be read (or, with `write`, written); no effect on values.
 

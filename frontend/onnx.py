@@ -31,11 +31,13 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from xweave.dialects import graph
+from xweave.dialects.dtypes import element_type, numpy_dtype
+from xweave.dialects.graph.shapes import broadcast_shape, gather_output_shape
 from xweave.errors import ModelError, UnsupportedOpsError, XweaveError
 from xweave.frontend.onnx_checks import (
     MAX_RUNTIME_ELEMENTS,
@@ -452,10 +454,6 @@ def _normalize_axes(axes: Sequence[int], rank: int, node: onnx.NodeProto) -> lis
     return result
 
 
-def _element_type(dtype: np.dtype) -> Attribute:
-    return graph.element_type_of(dtype)
-
-
 @dataclass
 class _Importer:
     """State of one conversion: ONNX names -> SSA values, known constants, shapes.
@@ -521,14 +519,14 @@ class _Importer:
                 # convert-loop-to-llvm has no parameter storage for i1: bool constants are
                 # stored as i8 and cast (a constant-folding pass may fold this back).
                 stored = self.constant(name, array.astype(np.int8))
-                self.values[name] = self.emit(graph.CastOp(stored, graph.i1))
+                self.values[name] = self.emit(graph.CastOp(stored, i1))
             else:
                 self.values[name] = self.constant(name, array)
         return self.values[name]
 
     def dtype(self, name: str) -> np.dtype:
         if name in self.values:
-            return graph.numpy_dtype(self.values[name].type.element_type)  # pyright: ignore
+            return numpy_dtype(self.values[name].type.element_type)  # pyright: ignore
         return np.asarray(self.constants[name]).dtype
 
     def shape(self, name: str) -> tuple[int, ...]:
@@ -766,7 +764,7 @@ class _Importer:
         if target not in (np.float32, np.int64, np.int32, np.bool_) or (
                 source not in (np.float32, np.int64, np.int32, np.bool_)):
             raise self.unsupported(node, f"a cast from {source} to {target} of run-time data")
-        return self.emit(graph.CastOp(self.value(name), _element_type(target)))
+        return self.emit(graph.CastOp(self.value(name), element_type(target)))
 
     def op_Cast(self, node: onnx.NodeProto, attrs: dict) -> SSAValue:
         target = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(attrs["to"]))
@@ -1193,7 +1191,7 @@ class _Importer:
                 ranges = [range(e) for e in shape]
                 ranges[axis] = range(int(idx.reshape(-1)[0]), int(idx.reshape(-1)[-1]) + step, step)
                 sliced = self._slice(self.value(data), ranges)
-                out = graph.gather_output_shape(shape, idx.shape, axis)
+                out = gather_output_shape(shape, idx.shape, axis)
                 return self.reshape(sliced, out)
             self.constants[indices] = idx
         index_value = self.data(node, indices, "i")
@@ -1238,7 +1236,7 @@ class _Importer:
 
     def op_Expand(self, node: onnx.NodeProto, attrs: dict) -> SSAValue:
         target = [int(d) for d in self.const_array(node, node.input[1]).reshape(-1)]
-        shape = graph.broadcast_shape(self.shape(node.input[0]), target)
+        shape = broadcast_shape(self.shape(node.input[0]), target)
         if shape is None:
             raise ModelError(f"Expand '{node.name}': cannot broadcast "
                              f"{list(self.shape(node.input[0]))} to {target}")
@@ -1372,7 +1370,7 @@ def load_onnx(
                 f"statically: {shown.replace('None', '?')}; bind it with input_shapes={{...}}"
             )
         dtype = onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type or 1)
-        input_types.append(TensorType(graph.element_type_of(np.dtype(dtype)), d))
+        input_types.append(TensorType(element_type(np.dtype(dtype)), d))
     _check_shape_inputs(g.node, folded, known, used, source)
 
     constants: dict[str, np.ndarray] = initializer_arrays(inferred, source)
@@ -1400,7 +1398,7 @@ def load_onnx(
     for v in g.output:
         result = importer.value(v.name)
         declared = v.type.tensor_type.elem_type
-        if declared and _element(result) != graph.element_type_of(
+        if declared and _element(result) != element_type(
                 np.dtype(onnx.helper.tensor_dtype_to_np_dtype(declared))):
             raise ModelError(f"{source}: output '{v.name}' is declared "
                              f"{onnx.TensorProto.DataType.Name(declared)} but computes {result.type}")

@@ -16,12 +16,8 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     FloatAttr,
     IntegerAttr,
-    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -31,7 +27,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from xweave import te
-from xweave.dialects import graph
+from xweave.dialects import dtypes, graph, loop
 from xweave.errors import XweaveError
 from xweave.operators import nn, transform
 
@@ -171,14 +167,15 @@ for _name, _make in nn.PARAMETRIC_UNARY.items():
 
 
 def _dtype(tensor_type: TensorType) -> str:
-    """The te dtype of a tensor type's elements."""
+    """The te dtype of a tensor type's elements (te has no unsigned integers)."""
     element = tensor_type.get_element_type()
-    if isinstance(element, Float16Type | Float32Type | Float64Type):
-        return f"float{element.bitwidth}"
-    if isinstance(element, IntegerType):
-        width = element.width.data
-        return "bool" if width == 1 else f"int{width}"
-    raise XweaveError(f"convert-graph-to-te: unsupported element type {element}")
+    try:
+        name = dtypes.dtype_name(element)
+    except dtypes.DtypeError:
+        name = None
+    if name not in te.DTYPES:
+        raise XweaveError(f"convert-graph-to-te: unsupported element type {element}")
+    return name
 
 
 def _op_signature(op: Operation, ref: Callable[[SSAValue], str]) -> str:
@@ -266,7 +263,7 @@ class ConvertGraphToTePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = _KernelTable(op, {}, {})
-        graph_funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" not in f.attributes]
+        graph_funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and not loop.is_kernel(f)]
         for function in graph_funcs:
             targets = [
                 inner for inner in function.walk()

@@ -17,12 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
-    AnyFloat,
     Builtin,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
-    IndexType,
-    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -30,6 +27,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from xweave.dialects import dtypes
 from xweave.lowering.llvm_builder import LoweringError, num_elements
 from xweave.runtime.abi import PARAM_PREFIX
 
@@ -131,13 +129,13 @@ def get_global_name(op: Operation) -> str:
 
 def numpy_dtype(element: Attribute) -> np.dtype:
     """The numpy dtype storing elements of an MLIR element type (little-endian)."""
-    if isinstance(element, AnyFloat):
-        return np.dtype({16: "<f2", 32: "<f4", 64: "<f8"}[element.bitwidth])
-    if isinstance(element, IndexType):
-        return np.dtype("<i8")
-    if isinstance(element, IntegerType) and element.width.data in (8, 16, 32, 64):
-        return np.dtype(f"<i{element.width.data // 8}")
-    raise LoweringError(f"convert-loop-to-llvm: no parameter storage for element type {element}")
+    try:
+        dtype = dtypes.numpy_dtype(element)
+    except dtypes.DtypeError:
+        dtype = None
+    if dtype is None or dtype == np.bool_:
+        raise LoweringError(f"convert-loop-to-llvm: no parameter storage for element type {element}")
+    return dtype.newbyteorder("<")
 
 
 def resource_blob(key: str) -> bytes:

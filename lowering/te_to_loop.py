@@ -282,7 +282,7 @@ class ConvertTeToLoopPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            if "xweave.kernel" in function.attributes:
+            if loop.is_kernel(function):
                 _lower_kernel(function)
             elif not function.is_declaration:
                 _lower_main(function, op)

@@ -42,7 +42,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from xweave.dialects import graph
+from xweave.dialects import graph, loop
 from xweave.target import machine_model, target_of
 from xweave.layout import transform_shape
 
@@ -289,7 +289,7 @@ class GraphAlterLayoutPass(ModulePass):
         target = target_of(op)
         lanes = machine_model(target).lanes if target.is_cpu else 8
         for function in op.ops:
-            if isinstance(function, func.FuncOp) and "xweave.kernel" not in function.attributes:
+            if isinstance(function, func.FuncOp) and not loop.is_kernel(function):
                 _Rewrite(self.block, lanes).run(function)
         PatternRewriteWalker(GreedyRewritePatternApplier([CancelLayoutTransforms()])).rewrite_module(op)
         # The conversions back to NCHW that no consumer needed.

@@ -20,6 +20,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
 from xweave.dialects import graph
+from xweave.dialects.graph.constants import constant_value
 
 
 def _merge_equal_constants(block: Block) -> None:
@@ -28,11 +29,11 @@ def _merge_equal_constants(block: Block) -> None:
     for op in list(block.ops):
         if not isinstance(op, graph.ConstantOp):
             continue
-        value = graph.constant_value(op)
+        value = constant_value(op)
         digest = hashlib.blake2b(value.tobytes(), digest_size=16).digest()
         same = first.setdefault((op.result.type, digest), [])
         # Equal digests are compared in full before merging.
-        kept = next((c for c in same if graph.constant_value(c).tobytes() == value.tobytes()), None)
+        kept = next((c for c in same if constant_value(c).tobytes() == value.tobytes()), None)
         if kept is None:
             same.append(op)
             continue

@@ -39,6 +39,8 @@ from xdsl.pattern_rewriter import (
 )
 
 from xweave.dialects import graph
+from xweave.dialects.dtypes import element_type, numpy_dtype
+from xweave.dialects.graph.constants import constant_value
 from xweave.dialects.interpreters import make_interpreter
 
 
@@ -54,7 +56,7 @@ def folded_constant(name: str, array: np.ndarray) -> graph.ConstantOp:
     """A constant holding `array`; a splat (all elements equal) is stored as one value."""
     flat = array.reshape(-1)
     if flat.size > 1 and (flat == flat[0]).all():
-        typ = TensorType(graph.element_type_of(array.dtype), array.shape)
+        typ = TensorType(element_type(array.dtype), array.shape)
         data = flat[:1].astype(flat.dtype.newbyteorder("<")).tobytes()
         return graph.ConstantOp(DenseIntOrFPElementsAttr(typ, BytesAttr(data)))
     return graph.ConstantOp.from_array(name, array)
@@ -87,14 +89,14 @@ class FoldConstantOperation(RewritePattern):
         if out > self.max_elements and out > sum(_elements(v.type) for v in op.operands):
             return
         constants = [v.owner for v in op.operands]
-        args = tuple(graph.constant_value(c) for c in constants)  # pyright: ignore
+        args = tuple(constant_value(c) for c in constants)  # pyright: ignore
         values = self.interpreter.run_op(op, args)
         first = next((c for c in constants if isinstance(c.value, DenseResourceAttr)), None)
         suffix = op.name.removeprefix("graph.")
         new = [
             folded_constant(
                 constant_name(first, suffix) if first else suffix,  # pyright: ignore
-                np.asarray(v, graph.numpy_dtype(r.type.element_type)),  # pyright: ignore
+                np.asarray(v, numpy_dtype(r.type.element_type)),  # pyright: ignore
             )
             for v, r in zip(values, op.results)
         ]

@@ -30,7 +30,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from xweave.dialects import graph
+from xweave.dialects import graph, loop
 from xweave.dialects.graph import PatternKind
 
 ELEMWISE, BROADCAST, INJECTIVE = PatternKind.ELEMWISE, PatternKind.BROADCAST, PatternKind.INJECTIVE
@@ -281,7 +281,7 @@ class GraphFusePass(ModulePass):
         if self.max_depth < 1:
             raise PassFailedException(f"graph-fuse: max-depth must be at least 1, got {self.max_depth}")
         for function in op.ops:
-            if not isinstance(function, func.FuncOp) or "xweave.kernel" in function.attributes:
+            if not isinstance(function, func.FuncOp) or loop.is_kernel(function):
                 continue
             for block in function.body.blocks:
                 fuser = _Fuser(_graph(block), self.max_depth)

@@ -34,12 +34,13 @@ from xdsl.pattern_rewriter import (
 )
 
 from xweave.dialects import graph
+from xweave.dialects.graph.constants import constant_value
 from xweave.passes.graph_fold_constants import constant_name
 
 
 def _constant(value: SSAValue | None) -> np.ndarray | None:
     if value is not None and isinstance(value.owner, graph.ConstantOp):
-        return graph.constant_value(value.owner)
+        return constant_value(value.owner)
     return None
 
 

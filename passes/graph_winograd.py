@@ -29,8 +29,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from xweave.dialects import graph
-from xweave.dialects.graph import MAX_TILE
+from xweave.dialects import graph, loop
+from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.winograd import MAX_TILE
 from xweave.winograd import winograd_matrices
 
 def transformed_weight(weight: np.ndarray, tile: int) -> np.ndarray:
@@ -54,7 +55,7 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 def _constant(value: SSAValue | None) -> np.ndarray | None:
     if value is not None and isinstance(value.owner, graph.ConstantOp):
-        return graph.constant_value(value.owner)
+        return constant_value(value.owner)
     return None
 
 
@@ -130,6 +131,6 @@ class GraphWinogradPass(ModulePass):
         if ctx.get_optional_dialect("builtin") is None:
             ctx.load_registered_dialect("builtin")  # so that new weight blobs get printed
         for function in op.ops:
-            if isinstance(function, func.FuncOp) and "xweave.kernel" not in function.attributes:
+            if isinstance(function, func.FuncOp) and not loop.is_kernel(function):
                 for conv in [o for o in function.walk() if self.eligible(o)]:
                     self.rewrite(conv)

@@ -44,16 +44,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import simplify, simplify_access
 from xweave.passes.loop_regions import (
+    PlannedLoopPass,
     Stage,
     accesses_of,
     check_dense,
@@ -61,17 +61,11 @@ from xweave.passes.loop_regions import (
     find_stage,
     guard_nest,
     infer_region,
-    linearize,
     memory_scope,
     nest_of,
-    rebase_access,
-    restore_on_failure,
     dimension_order,
-    permute_access,
     retarget_loop,
-    simplify_access,
     spatial_loops,
-    stage_kernels,
     stage_of,
     unique_loop,
 )
@@ -79,7 +73,7 @@ from xweave.passes.loop_utils import fold_access_maps
 
 
 @dataclass(frozen=True)
-class LoopCacheWritePass(ModulePass):
+class LoopCacheWritePass(PlannedLoopPass):
     """Compute stage `stage` into a local buffer per iteration of its loop `at`, with
     its init inside `at` and a write-back nest `<stage>_write.*` at the end of `at`.
 
@@ -99,14 +93,7 @@ class LoopCacheWritePass(ModulePass):
     accumulate: bool = False
     kernel: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        targets = stage_kernels(op, self.stage, self.kernel)
-        plans = [self._plan(k) for k in targets]
-        with restore_on_failure(targets):
-            for run in plans:
-                run()
-
-    def _plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+    def plan(self, kernel: func.FuncOp) -> Callable[[], None]:
         what = f"cache-write of '{self.stage}' at '{self.at}'"
         stage = cast(Stage, find_stage(kernel, self.stage))
         at = unique_loop(kernel, self.at)
@@ -162,7 +149,7 @@ class LoopCacheWritePass(ModulePass):
                     retarget_loop(f, region.offsets[d], region.extents[d], fixed)
             touched = accesses_of(at, buffer)
             for access in touched:
-                rebase_access(access, cache.memref, region.offsets, fixed)
+                access.rebase(cache.memref, region.offsets, fixed)
             rank = len(shape)
             shifted = [off.replace_dims_and_symbols(
                 [AffineExpr.dimension(rank + i) for i in range(len(fixed))], [])
@@ -195,10 +182,10 @@ class LoopCacheWritePass(ModulePass):
             touched += copies
             for access in touched:
                 if access.memref is cache.memref:
-                    permute_access(access, order)
+                    access.permute(order)
             fold_access_maps(kernel)
             for access in touched:
-                simplify_access(access)
+                simplify_access(access, fold_dims=False)
 
         return run
 
@@ -206,7 +193,7 @@ class LoopCacheWritePass(ModulePass):
 def _moves(region, f: loop.ForOp) -> bool:
     """Whether the box's offset depends on loop `f` (one of `region.fixed`)."""
     position = region.fixed.index(f)
-    return any(position in linearize(off).used_dims() for off in region.offsets)
+    return any(position in simplify(off).used_dims() for off in region.offsets)
 
 
 def _init_axes(stage: Stage, shape) -> list[loop.ForOp] | None:

@@ -38,15 +38,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import simplify_access
 from xweave.passes.loop_regions import (
+    PlannedLoopPass,
     Stage,
     accesses_of,
     check_inputs_stable,
@@ -54,15 +54,11 @@ from xweave.passes.loop_regions import (
     find_stage,
     guard_nest,
     infer_region,
+    outside_readers,
     memory_scope,
-    permute_access,
-    rebase_access,
-    restore_on_failure,
     retarget_loop,
-    simplify_access,
     spatial_loops,
     stage_anchor,
-    stage_kernels,
     temporary_alloc,
     unique_loop,
 )
@@ -71,7 +67,7 @@ from xweave.passes.loop_utils import fold_access_maps
 
 
 @dataclass(frozen=True)
-class LoopComputeAtPass(ModulePass):
+class LoopComputeAtPass(PlannedLoopPass):
     """Compute stage `stage` inside loop `at` of its consumer, for the region of its
     buffer each iteration of `at` reads (bound inference).
 
@@ -93,14 +89,7 @@ class LoopComputeAtPass(ModulePass):
     overcompute: bool = False
     kernel: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        targets = stage_kernels(op, self.stage, self.kernel)
-        plans = [self._plan(k) for k in targets]
-        with restore_on_failure(targets):
-            for run in plans:
-                run()
-
-    def _plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+    def plan(self, kernel: func.FuncOp) -> Callable[[], None]:
         what = f"compute-at of '{self.stage}' at '{self.at}'"
         stage = cast(Stage, find_stage(kernel, self.stage))
         at = unique_loop(kernel, self.at)
@@ -113,15 +102,8 @@ class LoopComputeAtPass(ModulePass):
                 "whole; use loop-cache-write to compute it through a local buffer")
         buffer_type = cast(MemRefType, buffer.type)
         shape = list(buffer_type.get_shape())
-        readers = [a for a in accesses_of(kernel, buffer) if not stage.contains(a)]
-        for use in buffer.uses:
-            user = use.operation
-            if user is not alloc and not isinstance(user, loop.LoadOp | loop.StoreOp):
-                raise PassFailedException(f"{what}: the buffer is used by {user.name}")
+        readers = outside_readers(kernel, stage, what)
         for reader in readers:
-            if isinstance(reader, loop.StoreOp):
-                raise PassFailedException(f"{what}: the buffer is also written outside "
-                                          "the stage")
             if not at.is_ancestor(reader):
                 raise PassFailedException(
                     f"{what}: the buffer is also read outside '{self.at}'; attach the "
@@ -166,16 +148,16 @@ class LoopComputeAtPass(ModulePass):
                        if isinstance(a, loop.LoadOp | loop.StoreOp)]
             if new_alloc is not None:
                 for access in accesses_of(kernel, buffer):
-                    rebase_access(access, new_alloc.memref, region.offsets, fixed)
+                    access.rebase(new_alloc.memref, region.offsets, fixed)
                 alloc.detach()
                 alloc.erase()
                 touched = list(dict.fromkeys(touched + accesses_of(at, new_alloc.memref)))
                 for access in touched:
                     if access.memref is new_alloc.memref:
-                        permute_access(access, order)
+                        access.permute(order)
             fold_access_maps(kernel)
             for access in dict.fromkeys(touched):
-                simplify_access(access)
+                simplify_access(access, fold_dims=False)
             if self.overcompute:
                 assert new_alloc is not None
                 inputs = [a for root in stage.roots for a in root.walk()

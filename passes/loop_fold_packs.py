@@ -35,15 +35,17 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph, loop
+from xweave.dialects.dtypes import numpy_dtype
+from xweave.dialects.graph.constants import constant_value
 from xweave.passes.loop_pack import PACK_ATTR, pack_array, packed_shape
 
 
 def global_array(op: loop.GlobalOp) -> np.ndarray:
     """The value of a `loop.global` as an array of its buffer type."""
     memref = cast(MemRefType, op.type)
-    value = graph.constant_value(graph.ConstantOp(op.initial_value))
+    value = constant_value(graph.ConstantOp(op.initial_value))
     return np.broadcast_to(value, tuple(memref.get_shape())).astype(
-        graph.numpy_dtype(memref.get_element_type()), copy=False)
+        numpy_dtype(memref.get_element_type()), copy=False)
 
 
 def _packing_stage(kernel: func.FuncOp, alloc: loop.AllocOp, arg: SSAValue) -> loop.ForOp | None:
@@ -131,7 +133,7 @@ class LoopFoldConstantPacksPass(ModulePass):
         for call in op.walk():
             if isinstance(call, func.CallOp):
                 calls.setdefault(call.callee.root_reference.data, []).append(call)
-        kernels = [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]
+        kernels = [f for f in op.ops if loop.is_kernel(f)]
         for kernel in kernels:
             for alloc in [a for a in kernel.body.block.ops
                           if isinstance(a, loop.AllocOp) and PACK_ATTR in a.attributes]:

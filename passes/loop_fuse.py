@@ -23,9 +23,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_simplify import enclosing_function
 from xweave.passes.loop_utils import (
     body_ops,
+    enclosing_function,
     find_loops,
     fold_access_maps,
     replace_induction_var,
@@ -118,10 +118,7 @@ class LoopFusePass(ModulePass):
     """Only fuse in this kernel (default: every kernel having the loops)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            found = find_loops(op, self.outer, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-fuse: {e}") from None
+        found = find_loops(op, self.outer, self.kernel, self.name)
         pairs = [(outer, _check_directly_nested(outer, self.inner)) for outer in found]
         functions: list[Operation] = []
         for outer, inner in pairs:

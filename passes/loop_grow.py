@@ -29,13 +29,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_regions import find_stage, owner_stage, spatial_loops, stage_of
-from xweave.passes.loop_simplify import (
-    Interval,
-    expr_bounds,
-    iv_range,
-    linear_form,
-    simplify_expr,
-)
+from xweave.passes.loop_analysis import Interval, Linear, bounds, iv_range, simplify_expr
 from xweave.passes.loop_utils import affine_of
 
 Key = tuple[int, AffineExpr]
@@ -84,7 +78,7 @@ class Dims:
         if element is None:
             return None
         lanes = access.result.type.get_shape()[-1] if isinstance(access.result.type, VectorType) else 1
-        found = [expr_bounds(e, ranges) for e in element]
+        found = [bounds(e, ranges) for e in element]
         lo, hi = found[-1]
         found[-1] = (lo, hi + lanes - 1)
         return found
@@ -113,7 +107,8 @@ class Dims:
         if key is None:
             return
         predicate, expr = key
-        terms, const = linear_form(expr)
+        form = Linear.of(expr)
+        terms, const = form.terms, form.const
         if len(terms) != 1:
             return
         (atom, a), = terms.items()

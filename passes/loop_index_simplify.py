@@ -23,10 +23,9 @@ from xdsl.dialects.builtin import AffineMapAttr, IndexType, ModuleOp
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_simplify import iv_range, simplify_expr
+from xweave.passes.loop_analysis import iv_range, simplify_expr
 from xweave.passes.loop_utils import (
     affine_of,
     enclosing_loops,
@@ -85,9 +84,5 @@ class LoopSimplifyIndicesPass(ModulePass):
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            loops = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-simplify-indices: {e}") from None
-        for for_op in loops:
+        for for_op in find_loops(op, self.loop, self.kernel, self.name):
             simplify_indices(for_op)

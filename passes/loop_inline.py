@@ -25,31 +25,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import simplify_access
 from xweave.passes.loop_regions import (
+    PlannedLoopPass,
     Stage,
-    accesses_of,
     check_inputs_stable,
     dominates,
     find_stage,
-    restore_on_failure,
-    simplify_access,
+    outside_readers,
     spatial_loops,
-    stage_kernels,
     temporary_alloc,
 )
 from xweave.passes.loop_utils import body_ops, fold_access_maps, materialize, perfect_nest
 
 
 @dataclass(frozen=True)
-class LoopInlinePass(ModulePass):
+class LoopInlinePass(PlannedLoopPass):
     """Inline the injective stage `stage` into every load of its buffer, then erase it.
 
     Options: `stage` (the stage's name), `kernel` (default: every kernel that has the
@@ -61,14 +58,7 @@ class LoopInlinePass(ModulePass):
     stage: str
     kernel: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        targets = stage_kernels(op, self.stage, self.kernel)
-        plans = [self._plan(k) for k in targets]
-        with restore_on_failure(targets):
-            for run in plans:
-                run()
-
-    def _plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+    def plan(self, kernel: func.FuncOp) -> Callable[[], None]:
         what = f"inline of '{self.stage}'"
         stage = cast(Stage, find_stage(kernel, self.stage))
         if stage.init or len(stage.roots) != 1:
@@ -98,15 +88,8 @@ class LoopInlinePass(ModulePass):
             raise PassFailedException(
                 f"{what}: a loop of the stage does not index the stored element (a "
                 "reduction?); only injective stages can be inlined")
-        readers = [a for a in accesses_of(kernel, buffer) if not stage.contains(a)]
-        for use in buffer.uses:
-            user = use.operation
-            if user is not alloc and not isinstance(user, loop.LoadOp | loop.StoreOp):
-                raise PassFailedException(f"{what}: the buffer is used by {user.name}")
+        readers = outside_readers(kernel, stage, what)
         for reader in readers:
-            if isinstance(reader, loop.StoreOp):
-                raise PassFailedException(f"{what}: the buffer is also written outside "
-                                          "the stage")
             if reader.vector_type is not None:
                 raise PassFailedException(f"{what}: a consumer reads the buffer with a "
                                           "vector load; inline before vectorizing")
@@ -148,7 +131,7 @@ class LoopInlinePass(ModulePass):
             fold_access_maps(kernel)
             for access in touched:
                 if access.parent is not None:
-                    simplify_access(access)
+                    simplify_access(access, fold_dims=False)
 
         return run
 

@@ -40,12 +40,10 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     DictionaryAttr,
-    IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -53,19 +51,18 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import simplify_access
 from xweave.passes.loop_regions import (
+    PlannedLoopPass,
+    bounds_condition,
     dimension_order,
     element_zero,
     nest_of,
-    restore_on_failure,
-    set_access,
-    simplify_access,
 )
-from xweave.passes.loop_utils import kernels, materialize
+from xweave.passes.loop_utils import kernels
 
 
 PACK_ATTR = "xweave.pack"
@@ -111,7 +108,7 @@ def packed_exprs(exprs: list[AffineExpr], splits: list[tuple[int, int]]) -> list
 
 
 @dataclass(frozen=True)
-class LoopPackPass(ModulePass):
+class LoopPackPass(PlannedLoopPass):
     """Copy kernel argument `buffer` into a packed layout at the kernel start and make
     every load read the packed copy (see the module docstring for the grammar)."""
 
@@ -124,15 +121,12 @@ class LoopPackPass(ModulePass):
     parallel: bool = False
     kernel: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        targets = [k for k in kernels(op, self.kernel) if self._argument(k) is not None]
+    def targets(self, module: ModuleOp) -> list[func.FuncOp]:
+        targets = [k for k in kernels(module, self.kernel) if self._argument(k) is not None]
         if not targets:
             where = f"kernel '{self.kernel}'" if self.kernel else "any kernel"
             raise PassFailedException(f"loop-pack: no argument {self.buffer!r} in {where}")
-        plans = [self._plan(k) for k in targets]
-        with restore_on_failure(targets):
-            for run in plans:
-                run()
+        return targets
 
     def _argument(self, kernel: func.FuncOp) -> tuple[int, SSAValue] | None:
         args = kernel.body.block.args
@@ -146,7 +140,7 @@ class LoopPackPass(ModulePass):
         found = [(i, a) for i, a in enumerate(args) if a.name_hint == key]
         return found[0] if found else None
 
-    def _plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+    def plan(self, kernel: func.FuncOp) -> Callable[[], None]:
         index, arg = cast(tuple[int, SSAValue], self._argument(kernel))
         what = f"loop-pack of argument {self.buffer!r} of '{kernel.sym_name.data}'"
         if not isinstance(arg.type, MemRefType):
@@ -200,9 +194,9 @@ class LoopPackPass(ModulePass):
                 amap = load.map.data
                 split_results = packed_exprs(list(amap.results), splits)
                 results = [split_results[d] for d in order]
-                set_access(load, packed.memref, list(load.indices),
-                           AffineMap(amap.num_dims, amap.num_symbols, tuple(results)))
-                simplify_access(load)
+                load.set_access(list(load.indices), AffineMap(
+                    amap.num_dims, amap.num_symbols, tuple(results)), packed.memref)
+                simplify_access(load, fold_dims=False)
 
         return run
 
@@ -235,22 +229,11 @@ class LoopPackPass(ModulePass):
             body_ops: list[Operation] = [load]
             value = load.result
         else:
-            cond_ops: list[Operation] = []
-            cond: SSAValue | None = None
-            for expr, size in ragged:
-                ops, index = materialize(expr, ivs)
-                bound = arith.ConstantOp(IntegerAttr(size, IndexType()))
-                check = arith.CmpiOp(index, bound, "slt")
-                cond_ops += [*ops, bound, check]
-                if cond is None:
-                    cond = check.result
-                else:
-                    both = arith.AndIOp(cond, check.result)
-                    cond_ops.append(both)
-                    cond = both.result
+            cond_ops, cond = bounds_condition(
+                [(expr, size, False, True) for expr, size in ragged], ivs)
             zero = element_zero(cast(MemRefType, src.type))
             element = cast(MemRefType, src.type).get_element_type()
-            select = scf.IfOp(cast(SSAValue, cond), [element],
+            select = scf.IfOp(cond, [element],
                               Region(Block([load, scf.YieldOp(load.result)])),
                               Region(Block([zero, scf.YieldOp(zero.result)])))
             body_ops = [*cond_ops, select]

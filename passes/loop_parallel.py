@@ -33,6 +33,7 @@ too: only the outermost one runs on threads.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,18 +42,13 @@ from xdsl.context import Context
 from xdsl.dialects import memref, scf, vector
 from xdsl.dialects.builtin import MemRefType, ModuleOp, VectorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-)
+from xdsl.ir.affine import AffineDimExpr, AffineExpr
 from xdsl.passes import ModulePass
 from xdsl.traits import MemoryEffectKind, get_effects
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import Linear
 from xweave.passes.loop_utils import affine_of, constant_index, enclosing_loops, find_loops
 
 PAIRWISE_LIMIT = 4096
@@ -69,10 +65,7 @@ class LoopParallelPass(ModulePass):
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            loops = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-parallel: {e}") from None
+        loops = find_loops(op, self.loop, self.kernel, self.name)
         for for_op in loops:  # check them all first: on an error, nothing changes
             problem = parallel_conflict(for_op)
             if problem is not None:
@@ -209,82 +202,21 @@ def _access(op: Operation, variables: _Vars) -> _Access:
 
 
 # ----------------------------------------------------------------------------------
-# Index ranges per iteration
+# Index ranges per iteration (loop_analysis's bounds, one interval per iteration)
 # ----------------------------------------------------------------------------------
 
 
-def _linear_outer(expr: AffineExpr, outer: set[int]) -> tuple[dict[int, int], AffineExpr] | None:
+def _outer_split(expr: AffineExpr, outer: set[int]) -> tuple[dict[int, int], Linear] | None:
     """Split off the outer variables: ({outer dim: coefficient}, the rest), or None if an
     outer variable appears non-linearly."""
-    coeffs: dict[int, int] = {}
-    rest: list[AffineExpr] = []
-
-    def walk(e: AffineExpr, scale: int) -> bool:
-        match e:
-            case AffineDimExpr(position=p) if p in outer:
-                coeffs[p] = coeffs.get(p, 0) + scale
-                return True
-            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-                return walk(lhs, scale) and walk(rhs, scale)
-            case AffineBinaryOpExpr(
-                kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)
-            ) | AffineBinaryOpExpr(
-                kind=AffineBinaryOpKind.Mul, lhs=AffineConstantExpr(value=c), rhs=lhs
-            ):
-                return walk(lhs, scale * c)
-        if any(d in outer for d in e.used_dims()):
-            return False
-        rest.append(e * scale if scale != 1 else e)
-        return True
-
-    if not walk(expr, 1):
+    parts = Linear.of(expr).split(outer)
+    if parts is None:
         return None
-    total: AffineExpr = AffineExpr.constant(0)
-    for e in rest:
-        total = total + e
-    return {p: c for p, c in coeffs.items() if c}, total
-
-
-def _interval(expr: AffineExpr, iv: int, xs: np.ndarray, ranges: dict[int, tuple[int, int] | None]):
-    """(lo, hi) arrays of `expr` for each value in `xs` of dim `iv`, over the ranges of
-    the other dims; None if unbounded."""
-    match expr:
-        case AffineConstantExpr(value=v):
-            return np.int64(v), np.int64(v)
-        case AffineDimExpr(position=p):
-            if p == iv:
-                return xs, xs
-            bounds = ranges.get(p)
-            if bounds is None:
-                return None
-            return np.int64(bounds[0]), np.int64(bounds[1])
-        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
-            if kind == AffineBinaryOpKind.Add:
-                a, b = _interval(lhs, iv, xs, ranges), _interval(rhs, iv, xs, ranges)
-                if a is None or b is None:
-                    return None
-                return a[0] + b[0], a[1] + b[1]
-            if isinstance(rhs, AffineConstantExpr):
-                c, inner = rhs.value, lhs
-            elif kind == AffineBinaryOpKind.Mul and isinstance(lhs, AffineConstantExpr):
-                c, inner = lhs.value, rhs
-            else:
-                return None
-            a = _interval(inner, iv, xs, ranges)
-            if a is None:
-                return None
-            lo, hi = a
-            if kind == AffineBinaryOpKind.Mul:
-                return (c * lo, c * hi) if c >= 0 else (c * hi, c * lo)
-            if c <= 0:
-                return None
-            if kind == AffineBinaryOpKind.FloorDiv:
-                return lo // c, hi // c
-            if kind == AffineBinaryOpKind.CeilDiv:
-                return -(-lo // c), -(-hi // c)
-            same = (lo // c) == (hi // c)
-            return np.where(same, lo % c, 0), np.where(same, hi % c, c - 1)
-    return None
+    fixed, rest = parts
+    if not all(isinstance(atom, AffineDimExpr) for atom in fixed.terms):
+        return None
+    rest.const = fixed.const
+    return {atom.position: c for atom, c in fixed.terms.items()}, rest
 
 
 def _check(for_op: loop.ForOp) -> None:
@@ -323,17 +255,19 @@ def _check_disjoint(
     (an index range per dimension): one covering its writes, one all its accesses; the
     write box of each iteration must be disjoint from the access box of every other."""
     rank = len(group[0].exprs)
+    ranges = {p: r for p, r in variables.ranges.items() if r is not None}
+    ranges[variables.iv] = (xs, xs)
     boxes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per usable dim
     for d in range(rank):
         signature = None
         bounds: list[tuple[_Access, np.ndarray, np.ndarray]] = []
         for a in group:
-            split = _linear_outer(a.exprs[d], variables.outer)
+            split = _outer_split(a.exprs[d], variables.outer)
             if split is None or (signature is not None and split[0] != signature):
                 break
             signature = split[0]
-            interval = _interval(split[1], variables.iv, xs, variables.ranges)
-            if interval is None:
+            interval = split[1].bounds(ranges)
+            if not all(isinstance(x, np.ndarray) or not math.isinf(x) for x in interval):
                 break
             lo = np.broadcast_to(interval[0], xs.shape)
             hi = np.broadcast_to(interval[1], xs.shape)

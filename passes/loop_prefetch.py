@@ -25,7 +25,6 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import OpResult, Operation
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_utils import find_loops
@@ -91,9 +90,6 @@ class LoopPrefetchPass(ModulePass):
     """Only in this kernel (default: every kernel having the loop)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            found = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-prefetch: {e}") from None
+        found = find_loops(op, self.loop, self.kernel, self.name)
         for for_op in found:
             prefetch_write_back(for_op)

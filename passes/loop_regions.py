@@ -4,32 +4,31 @@
 
 * **stages** (`find_stage`): the top-level nests of a kernel whose loops are named
   `<stage>.*` (and `<stage>_init.*`, a reduction's init nest), writing one buffer;
-* **affine canonicalization** (`simplify_expr`, `simplify_access`): index expressions
-  as a sum of terms, with `floordiv`/`mod` by a constant resolved when the loop ranges
-  allow it (`(i.o * 16 + i.i) floordiv 16` is `i.o` when `0 <= i.i < 16`), so that
-  re-based and packed access maps read like the ones a person would write;
-* **bound inference** (`infer_region`): the box of a buffer touched by the accesses
+* **bound inference** (`infer_region`, over `loop_analysis`'s linear forms): the box of a buffer touched by the accesses
   inside one iteration of a loop `at`: the loops around `at` (and `at` itself) are
   fixed, the ones inside it range over their whole domain. Each dimension's region is
   `[offset, offset + extent)` with `offset` an affine function of the fixed loops and
   `extent` a constant, as TVM's InferBound computes it for `compute_at`;
 * **rewriting onto a region**: a stage's loops re-targeted to the region
-  (`retarget_loop`), accesses re-based into a smaller buffer (`rebase_access`),
+  (`retarget_loop`), accesses re-based into a smaller buffer (`loop.LoadOp.rebase`),
   `scf.if` guards where a region may stick out of its buffer (`guard_nest`);
-* **all-or-nothing application** (`restore_on_failure`): a pass validates every kernel
-  before touching any, and a failure midway puts the original kernels back.
+* **all-or-nothing application** (`PlannedLoopPass`, `restore_on_failure`): a pass
+  validates every kernel before touching any, and a failure midway puts the original
+  kernels back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
+from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -40,17 +39,12 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-)
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import Linear, loop_range, simplify
 from xweave.passes.loop_utils import affine_of, enclosing_loops, kernels, loops_named, materialize
 
 Access = loop.LoadOp | loop.StoreOp
@@ -173,6 +167,20 @@ def check_inputs_stable(kernel: func.FuncOp, stage: Stage) -> None:
                 "the stage would change what it reads")
 
 
+def outside_readers(kernel: func.FuncOp, stage: Stage, what: str) -> list[loop.LoadOp]:
+    """The loads of the stage's temporary buffer outside the stage; an error if the
+    buffer has another use, or is also written outside the stage."""
+    alloc = temporary_alloc(stage.buffer)
+    for use in stage.buffer.uses:
+        user = use.operation
+        if user is not alloc and not isinstance(user, loop.LoadOp | loop.StoreOp):
+            raise PassFailedException(f"{what}: the buffer is used by {user.name}")
+    readers = [a for a in accesses_of(kernel, stage.buffer) if not stage.contains(a)]
+    if any(isinstance(reader, loop.StoreOp) for reader in readers):
+        raise PassFailedException(f"{what}: the buffer is also written outside the stage")
+    return cast(list[loop.LoadOp], readers)
+
+
 def stage_anchor(stage: Stage, at: loop.ForOp, what: str) -> Operation:
     """The op of the stage's block that holds `at`, which must follow the stage."""
     if stage.contains(at):
@@ -216,203 +224,6 @@ def loop_of(value: SSAValue) -> loop.ForOp | None:
     return None
 
 
-def loop_range(for_op: loop.ForOp) -> tuple[int, int] | None:
-    """(first, last) value of the induction variable; None for an empty loop."""
-    r = for_op.range
-    return (r[0], r[-1]) if len(r) else None
-
-
-# --- affine canonicalization -----------------------------------------------------------
-
-
-@dataclass
-class Linear:
-    """`sum(coeff * atom) + const`: atoms are dims or non-linear terms (floordiv, mod)."""
-
-    terms: dict[AffineExpr, int] = field(default_factory=dict)
-    const: int = 0
-
-    def __add__(self, other: Linear) -> Linear:
-        terms = dict(self.terms)
-        for atom, c in other.terms.items():
-            terms[atom] = terms.get(atom, 0) + c
-        return Linear({a: c for a, c in terms.items() if c != 0}, self.const + other.const)
-
-    def scale(self, k: int) -> Linear:
-        if k == 0:
-            return Linear()
-        return Linear({a: c * k for a, c in self.terms.items()}, self.const * k)
-
-    def __sub__(self, other: Linear) -> Linear:
-        return self + other.scale(-1)
-
-    @property
-    def is_constant(self) -> bool:
-        return not self.terms
-
-    def used_dims(self) -> set[int]:
-        return {d for atom in self.terms for d in atom.used_dims()}
-
-    def split(self, dims: set[int]) -> tuple[Linear, Linear] | None:
-        """(terms over `dims` only plus the constant, the other terms); None if a term
-        mixes both."""
-        inside, outside = Linear(const=self.const), Linear()
-        for atom, c in self.terms.items():
-            used = atom.used_dims()
-            if used <= dims:
-                inside.terms[atom] = c
-            elif not used & dims:
-                outside.terms[atom] = c
-            else:
-                return None
-        return inside, outside
-
-    def expr(self) -> AffineExpr:
-        """The canonical expression: dims in position order, then other atoms."""
-
-        def key(atom: AffineExpr):
-            if isinstance(atom, AffineDimExpr):
-                return (0, atom.position, "")
-            return (1, min(atom.used_dims(), default=-1), str(atom))
-
-        result: AffineExpr | None = None
-        for atom in sorted(self.terms, key=key):
-            c = self.terms[atom]
-            term = atom if c == 1 else atom * c
-            result = term if result is None else result + term
-        if result is None:
-            return AffineExpr.constant(self.const)
-        return result + self.const if self.const else result
-
-
-Ranges = Mapping[int, tuple[int, int]]
-"""dim position -> (first, last) value."""
-
-
-def interval(lin: Linear, ranges: Ranges) -> tuple[int, int] | None:
-    """The (min, max) of `lin` over `ranges`, exact for distinct dims; None if unknown."""
-    lo = hi = lin.const
-    for atom, c in lin.terms.items():
-        r = _atom_interval(atom, ranges)
-        if r is None:
-            return None
-        a, b = (r[0] * c, r[1] * c) if c > 0 else (r[1] * c, r[0] * c)
-        lo, hi = lo + a, hi + b
-    return lo, hi
-
-
-def _atom_interval(atom: AffineExpr, ranges: Ranges) -> tuple[int, int] | None:
-    if isinstance(atom, AffineDimExpr):
-        return ranges.get(atom.position)
-    if isinstance(atom, AffineBinaryOpExpr) and isinstance(atom.rhs, AffineConstantExpr):
-        c = atom.rhs.value
-        inner = interval(linearize(atom.lhs), ranges)
-        if inner is None:
-            return None
-        lo, hi = inner
-        if atom.kind == AffineBinaryOpKind.Mul:
-            return (lo * c, hi * c) if c >= 0 else (hi * c, lo * c)
-        if c <= 0:
-            return None
-        if atom.kind == AffineBinaryOpKind.FloorDiv:
-            return lo // c, hi // c
-        if atom.kind == AffineBinaryOpKind.CeilDiv:
-            return -(-lo // c), -(-hi // c)
-        if atom.kind == AffineBinaryOpKind.Mod:
-            if lo // c == hi // c:
-                return lo % c, hi % c
-            return 0, c - 1
-    return None
-
-
-def linearize(expr: AffineExpr) -> Linear:
-    """`expr` as a sum of terms (no range reasoning)."""
-    return _simplify(expr, None)
-
-
-def simplify_expr(expr: AffineExpr, ranges: Ranges | None = None) -> AffineExpr:
-    """Canonicalize `expr`; with `ranges`, resolve floordiv/mod/ceildiv by constants
-    whose dividend's range allows it."""
-    return _simplify(expr, ranges).expr()
-
-
-def _simplify(expr: AffineExpr, ranges: Ranges | None) -> Linear:
-    if isinstance(expr, AffineConstantExpr):
-        return Linear(const=expr.value)
-    if not isinstance(expr, AffineBinaryOpExpr):
-        return Linear({expr: 1})
-    lhs = _simplify(expr.lhs, ranges)
-    rhs = _simplify(expr.rhs, ranges)
-    kind = expr.kind
-    if kind == AffineBinaryOpKind.Add:
-        return lhs + rhs
-    if kind == AffineBinaryOpKind.Mul:
-        if rhs.is_constant:
-            return lhs.scale(rhs.const)
-        if lhs.is_constant:
-            return rhs.scale(lhs.const)
-        return Linear({AffineBinaryOpExpr(kind, lhs.expr(), rhs.expr()): 1})
-    if not rhs.is_constant or rhs.const <= 0:
-        return Linear({AffineBinaryOpExpr(kind, lhs.expr(), rhs.expr()): 1})
-    c = rhs.const
-    if c == 1:
-        return lhs if kind != AffineBinaryOpKind.Mod else Linear()
-    # dividend = c * quotient + rest
-    quotient = Linear({a: k // c for a, k in lhs.terms.items() if k % c == 0}, lhs.const // c)
-    rest = Linear({a: k for a, k in lhs.terms.items() if k % c != 0}, lhs.const % c)
-    bounds = interval(rest, ranges) if ranges is not None else (
-        (rest.const, rest.const) if rest.is_constant else None)
-    if bounds is not None:
-        lo, hi = bounds
-        if kind == AffineBinaryOpKind.FloorDiv and lo // c == hi // c:
-            return quotient + Linear(const=lo // c)
-        if kind == AffineBinaryOpKind.Mod and lo // c == hi // c:
-            return rest - Linear(const=(lo // c) * c)
-        if kind == AffineBinaryOpKind.CeilDiv and -(-lo // c) == -(-hi // c):
-            return quotient + Linear(const=-(-lo // c))
-    # (c * q + r) floordiv c = q + r floordiv c, (c * q + r) mod c = r mod c
-    atom = Linear({AffineBinaryOpExpr(kind, rest.expr(), AffineExpr.constant(c)): 1})
-    if kind == AffineBinaryOpKind.FloorDiv:
-        return quotient + atom
-    if kind == AffineBinaryOpKind.Mod:
-        return atom
-    return Linear({AffineBinaryOpExpr(kind, lhs.expr(), AffineExpr.constant(c)): 1})
-
-
-def operand_ranges(operands: Sequence[SSAValue]) -> dict[int, tuple[int, int]]:
-    """The ranges of the operands that are induction variables of non-empty loops."""
-    ranges = {}
-    for i, value in enumerate(operands):
-        for_op = loop_of(value)
-        if for_op is not None and (r := loop_range(for_op)) is not None:
-            ranges[i] = r
-    return ranges
-
-
-def simplify_access(op: Access) -> None:
-    """Canonicalize `op`'s map using the ranges of its loop operands; drop unused dims."""
-    amap = op.map.data
-    if amap.num_symbols:
-        return  # loop accesses have no symbols; leave anything else alone
-    operands = list(op.indices)
-    ranges = operand_ranges(operands[: amap.num_dims])
-    results = [simplify_expr(e, ranges) for e in amap.results]
-    used = sorted({d for e in results for d in e.used_dims()})
-    remap = [AffineExpr.dimension(used.index(d)) if d in used else AffineExpr.constant(0)
-             for d in range(amap.num_dims)]
-    new_map = AffineMap(len(used), 0, tuple(
-        e.replace_dims_and_symbols(remap, []) for e in results))
-    set_access(op, op.memref, [operands[d] for d in used], new_map)
-
-
-def set_access(op: Access, memref: SSAValue, operands: Sequence[SSAValue],
-               amap: AffineMap) -> None:
-    """Point `op` at `memref[amap(operands)]`."""
-    head = [op.value] if isinstance(op, loop.StoreOp) else []
-    op.operands = [*head, memref, *operands]
-    op.properties["map"] = AffineMapAttr(amap)
-
-
 def dimension_order(order: Sequence[int], rank: int, what: str) -> list[int]:
     """The `order` option of a pass creating a buffer (identity if empty), checked to be
     a permutation of `rank` dimensions."""
@@ -421,16 +232,6 @@ def dimension_order(order: Sequence[int], rank: int, what: str) -> list[int]:
         raise PassFailedException(f"{what}: order {tuple(order)} is not a permutation of "
                                   f"the {rank} dimensions of the buffer")
     return result
-
-
-def permute_access(op: Access, order: Sequence[int]) -> None:
-    """Index dimension `order[i]` of the old layout as dimension `i` of the new one."""
-    amap = op.map.data
-    if list(order) == sorted(order):
-        return
-    results = tuple(amap.results[d] for d in order)
-    set_access(op, op.memref, list(op.indices),
-               AffineMap(amap.num_dims, amap.num_symbols, results))
 
 
 def access_exprs(op: Access) -> tuple[list[loop.ForOp], list[AffineExpr]] | None:
@@ -444,18 +245,6 @@ def access_exprs(op: Access) -> tuple[list[loop.ForOp], list[AffineExpr]] | None
     amap = op.map.data
     composed = amap.replace_dims_and_symbols(cast(list[AffineExpr], exprs), [], len(loops), 0)
     return loops, list(composed.results)
-
-
-def rebase_access(op: Access, memref: SSAValue, offsets: Sequence[AffineExpr],
-                  fixed: Sequence[SSAValue]) -> None:
-    """Rewrite `op` from `buffer[e]` to `memref[e - offsets]`, where `offsets` are
-    affine in the values `fixed` (which must be visible at `op`)."""
-    amap = op.map.data
-    n = amap.num_dims
-    shift = [AffineExpr.dimension(n + i) for i in range(len(fixed))]
-    results = tuple(e - off.replace_dims_and_symbols(shift, [])
-                    for e, off in zip(amap.results, offsets, strict=True))
-    set_access(op, memref, [*op.indices, *fixed], AffineMap(n + len(fixed), 0, results))
 
 
 # --- bound inference -------------------------------------------------------------------
@@ -515,22 +304,21 @@ def _access_box(op: Access, at: loop.ForOp, what: str) -> _AccessBox | None:
             all_ranges[i] = r
     fixed_parts, bounds, inners = [], [], []
     for d, e in enumerate(exprs):
-        parts = _simplify(e, all_ranges).split(fixed_dims)
+        parts = simplify(e, all_ranges, fold_dims=False).split(fixed_dims)
         if parts is None:
             raise PassFailedException(
                 f"{what}: index {e} mixes loops around and inside '{at.name_str}' in a "
                 "non-linear term; cannot infer its region")
         fixed_part, inner = parts
-        span = interval(inner, ranges)
-        if span is None:
+        lo, hi = inner.bounds(ranges)
+        if math.isinf(lo) or math.isinf(hi):
             raise PassFailedException(f"{what}: cannot bound index {e} inside "
                                       f"'{at.name_str}'")
-        lo, hi = span
         if d == len(exprs) - 1:
             hi += lanes - 1
         const = fixed_part.const
         fixed_parts.append(Linear(fixed_part.terms))
-        bounds.append((const + lo, const + hi))
+        bounds.append((const + int(lo), const + int(hi)))
         inners.append(inner)
     return _AccessBox(fixed_parts, bounds, inners, loops[n_fixed:], lanes)
 
@@ -567,11 +355,11 @@ def infer_region(accesses: Sequence[Access], at: loop.ForOp, shape: Sequence[int
                                           "outside the buffer")
         offset = part + Linear(const=lo)
         extent = hi - lo + 1
-        span = interval(offset, fixed_ranges)  # None only if the code never runs
+        span = offset.bounds(fixed_ranges)  # unbounded only if the code never runs
         offsets.append(offset.expr())
         extents.append(extent)
-        low.append(span is None or span[0] < 0)
-        high.append(span is None or span[1] + extent > size)
+        low.append(span[0] < 0)
+        high.append(span[1] + extent > size)
     return BufferRegion(fixed, offsets, extents, low, high), all_boxes
 
 
@@ -595,7 +383,7 @@ def check_dense(box: _AccessBox, region: BufferRegion, what: str) -> None:
                 raise PassFailedException(f"{what}: the stores leave holes in dimension "
                                           f"{d} of their region (stride {step})")
             stride *= trips
-        region_lo = linearize(region.offsets[d]).const
+        region_lo = simplify(region.offsets[d]).const
         region_hi = region_lo + region.extents[d] - 1
         lo, hi = box.bounds[d]
         if lo > region_lo or hi < region_hi:
@@ -614,7 +402,7 @@ def check_disjoint(region: BufferRegion, loops: Sequence[loop.ForOp], what: str)
             continue
         uses = []
         for d, off in enumerate(region.offsets):
-            lin = linearize(off)
+            lin = simplify(off)
             for atom, c in lin.terms.items():
                 if position[f] in atom.used_dims():
                     if not isinstance(atom, AffineDimExpr):
@@ -779,6 +567,28 @@ def restore_on_failure(funcs: Sequence[func.FuncOp]) -> Iterator[None]:
         if isinstance(error, PassFailedException):
             raise
         raise PassFailedException(f"internal error, IR left unchanged: {error}") from error
+
+
+class PlannedLoopPass(ModulePass, ABC):
+    """A loop pass that plans its rewrite of every kernel it targets before changing
+    any (`plan` validates one kernel and returns the rewrite), then runs the rewrites
+    under `restore_on_failure`. By default the targets are the kernels that have the
+    stage named by the pass's `stage` option (all, or its `kernel` option's)."""
+
+    def targets(self, module: ModuleOp) -> list[func.FuncOp]:
+        return stage_kernels(module, getattr(self, "stage"), getattr(self, "kernel"))
+
+    @abstractmethod
+    def plan(self, kernel: func.FuncOp) -> Callable[[], None]:
+        """Check that `kernel` can be rewritten (PassFailedException otherwise) and
+        return the rewrite."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        targets = self.targets(op)
+        plans = [self.plan(k) for k in targets]
+        with restore_on_failure(targets):
+            for run in plans:
+                run()
 
 
 def element_zero(memref_type: MemRefType) -> arith.ConstantOp:

@@ -36,7 +36,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_simplify import linear_form
+from xweave.passes.loop_analysis import Linear
 from xweave.passes.loop_utils import body_ops, enclosing_loops, fold_access_maps, kernels
 
 
@@ -98,12 +98,11 @@ def _may_conflict(a: tuple[AffineExpr, ...], b: tuple[AffineExpr, ...]) -> bool:
     dimension, they have the same linear terms and a constant difference that the
     gcd of those terms' coefficients does not divide (e.g. `2*i` and `2*i + 1`)."""
     for ea, eb in zip(a, b):
-        (ta, ca), (tb, cb) = linear_form(ea), linear_form(eb)
-        ta = {k: v for k, v in ta.items() if v}
-        tb = {k: v for k, v in tb.items() if v}
-        if ta != tb:
+        la, lb = Linear.of(ea), Linear.of(eb)
+        ta = la.terms
+        if ta != lb.terms:
             return True  # different shapes: assume they may meet
-        diff = cb - ca
+        diff = lb.const - la.const
         g = math.gcd(*ta.values()) if ta else 0
         if diff and (g == 0 or diff % g):
             return False
@@ -200,10 +199,7 @@ class LoopReorderPass(ModulePass):
         order = _normalize_order(self.order)
         wanted = set(order)
         any_found = False
-        try:
-            functions = kernels(op, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-reorder: {e}") from None
+        functions = kernels(op, self.kernel, self.name)
         for function in functions:
             named = [f for f in function.walk() if isinstance(f, loop.ForOp)
                      and f.name_str in wanted]

@@ -143,10 +143,7 @@ class LoopRfactorPass(ModulePass):
     kernel: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            loops = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-rfactor: {e}") from None
+        loops = find_loops(op, self.loop, self.kernel, self.name)
         try:
             for for_op in loops:  # check them all before changing any
                 outer = for_op.parent_op()

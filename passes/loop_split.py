@@ -29,9 +29,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_simplify import enclosing_function
 from xweave.passes.loop_utils import (
     body_ops,
+    enclosing_function,
     find_loops,
     fold_access_maps,
     materialize,
@@ -162,10 +162,7 @@ class LoopSplitPass(ModulePass):
         if size is None or size < 1:
             which = "factor" if self.factor is not None else "nparts"
             raise PassFailedException(f"loop-split: {which} must be at least 1, got {size}")
-        try:
-            found = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-split: {e}") from None
+        found = find_loops(op, self.loop, self.kernel, self.name)
         functions = []
         for for_op in found:
             function = enclosing_function(for_op)

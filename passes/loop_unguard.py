@@ -40,8 +40,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_grow import Dims, Key, conjuncts, plan_growth
-from xweave.passes.loop_simplify import enclosing_function, expr_bounds, simplify_expr
-from xweave.passes.loop_utils import enclosing_loops, find_loops
+from xweave.passes.loop_analysis import bounds, simplify_expr
+from xweave.passes.loop_utils import enclosing_function, enclosing_loops, find_loops
 
 def _guard_key(op: Operation, dims: Dims) -> list[Key]:
     """The conditions of the guards around `op`."""
@@ -141,7 +141,7 @@ def _may_overlap(a: list[AffineExpr], b: list[AffineExpr], dims: Dims) -> bool:
     """Whether two accesses of a buffer may touch one element (they differ by a
     provably non-zero constant along some dimension otherwise)."""
     for x, y in zip(a, b):
-        lo, hi = expr_bounds(simplify_expr(x - y, dims.ranges), dims.ranges)
+        lo, hi = bounds(simplify_expr(x - y, dims.ranges), dims.ranges)
         if lo > 0 or hi < 0:
             return False
     return True
@@ -176,10 +176,7 @@ class LoopUnguardPass(ModulePass):
     """Only in this kernel (default: every kernel having the loop)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            found = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-unguard: {e}") from None
+        found = find_loops(op, self.loop, self.kernel, self.name)
         for for_op in found:
             while self._unguard(for_op):
                 pass  # a guard holding another one goes once the inner one has gone

@@ -25,8 +25,14 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_simplify import enclosing_function, sink_constants
-from xweave.passes.loop_utils import body_ops, erase_dead_ops, find_loops, fold_access_maps
+from xweave.passes.loop_simplify import sink_constants
+from xweave.passes.loop_utils import (
+    body_ops,
+    enclosing_function,
+    erase_dead_ops,
+    find_loops,
+    fold_access_maps,
+)
 
 
 def unroll_loop(for_op: loop.ForOp) -> list[Operation]:
@@ -63,10 +69,7 @@ class LoopUnrollPass(ModulePass):
     """Only unroll in this kernel (default: every kernel having the loop)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            found = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-unroll: {e}") from None
+        found = find_loops(op, self.loop, self.kernel, self.name)
         for for_op in found:
             if for_op.extent > self.max_extent:
                 raise PassFailedException(

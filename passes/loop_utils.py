@@ -12,21 +12,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 from xdsl.transforms.dead_code_elimination import is_trivially_dead
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 
 
-def kernels(module: ModuleOp, kernel: str | None = None) -> list[func.FuncOp]:
-    """The kernel functions of `module` (those marked `xweave.kernel`), or just `kernel`."""
-    found = [f for f in module.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes
+def _failure(what: str | None, message: str) -> PassFailedException:
+    return PassFailedException(f"{what}: {message}" if what else message)
+
+
+def kernels(module: ModuleOp, kernel: str | None = None,
+            what: str | None = None) -> list[func.FuncOp]:
+    """The kernel functions of `module`, or just `kernel` (an error naming the pass
+    `what` if there is no such kernel)."""
+    found = [f for f in module.ops if loop.is_kernel(f)
              and (kernel is None or f.sym_name.data == kernel)]
     if kernel is not None and not found:
-        raise PassFailedException(f"no kernel named '{kernel}'")
+        raise _failure(what, f"no kernel named '{kernel}'")
     return found
 
 
@@ -35,13 +41,22 @@ def loops_named(root: Operation, name: str) -> list[loop.ForOp]:
     return [op for op in root.walk() if isinstance(op, loop.ForOp) and op.name_str == name]
 
 
-def find_loops(module: ModuleOp, name: str, kernel: str | None = None) -> list[loop.ForOp]:
-    """The loops named `name` in every kernel (or in `kernel`); an error if there is none."""
-    found = [f for k in kernels(module, kernel) for f in loops_named(k, name)]
+def find_loops(module: ModuleOp, name: str, kernel: str | None = None,
+               what: str | None = None) -> list[loop.ForOp]:
+    """The loops named `name` in every kernel (or in `kernel`); an error naming the pass
+    `what` if there is none."""
+    found = [f for k in kernels(module, kernel, what) for f in loops_named(k, name)]
     if not found:
         where = f"kernel '{kernel}'" if kernel else "any kernel"
-        raise PassFailedException(f"no loop named '{name}' in {where}")
+        raise _failure(what, f"no loop named '{name}' in {where}")
     return found
+
+
+def enclosing_function(op: Operation) -> Operation:
+    """The top-level op (function) of the module that contains `op`."""
+    while (parent := op.parent_op()) is not None and not isinstance(parent, ModuleOp):
+        op = parent
+    return op
 
 
 def enclosing_loops(op: Operation) -> list[loop.ForOp]:
@@ -153,22 +168,7 @@ def fold_access_map(op: loop.LoadOp | loop.StoreOp | loop.PrefetchOp) -> bool:
     if any(e is None for e in exprs):
         return False
     composed = amap.replace_dims_and_symbols(exprs, [], len(ivs), 0)
-    used = sorted({d for r in composed.results for d in r.used_dims()})
-    new_map = _renumber(composed, used)
-    new_operands = [ivs[d] for d in used]
-    if new_operands == operands and new_map == amap:
-        return False
-    op.operands = ([op.operands[0], op.operands[1]] if isinstance(op, loop.StoreOp)
-                   else [op.operands[0]]) + new_operands
-    op.properties["map"] = AffineMapAttr(new_map)
-    return True
-
-
-def _renumber(amap: AffineMap, used: list[int]) -> AffineMap:
-    """`amap` with only the dims in `used`, renumbered 0..len(used)-1 in that order."""
-    remap = {d: AffineExpr.dimension(i) for i, d in enumerate(used)}
-    replacements = [remap.get(d, AffineExpr.constant(0)) for d in range(amap.num_dims)]
-    return amap.replace_dims_and_symbols(replacements, [], len(used), 0)
+    return op.set_access(ivs, composed, compact=True)
 
 
 def fold_access_maps(root: Operation, erase_dead: bool = True) -> None:

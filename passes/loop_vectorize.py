@@ -78,9 +78,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.passes.loop_simplify import enclosing_function
 from xweave.passes.loop_split import split_loop
-from xweave.passes.loop_utils import find_loops, fold_access_maps
+from xweave.passes.loop_utils import enclosing_function, find_loops, fold_access_maps
 from xweave.target import machine_model, target_of
 
 SINGLE_WIDTHS = (2, 4, 8, 16)
@@ -148,10 +147,7 @@ class LoopVectorizePass(ModulePass):
         if self.split < 0:
             raise PassFailedException(f"loop-vectorize: split={self.split} (expected at least 1)")
         lanes = self.lanes or machine_model(target_of(op)).lanes
-        try:
-            loops = find_loops(op, self.loop, self.kernel)
-        except PassFailedException as e:
-            raise PassFailedException(f"loop-vectorize: {e}") from None
+        loops = find_loops(op, self.loop, self.kernel, self.name)
         if self.split:
             loops = self._split(loops, lanes)
         plans = []

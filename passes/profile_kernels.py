@@ -115,7 +115,7 @@ def _kernels(module: ModuleOp) -> dict[str, func.FuncOp]:
     return {
         f.sym_name.data: f
         for f in module.ops
-        if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes
+        if loop.is_kernel(f)
     }
 
 

@@ -64,6 +64,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph
+from xweave.dialects.dtypes import numpy_dtype
+from xweave.dialects.graph.constants import constant_value
 from xweave.dialects.interpreters import make_interpreter
 from xweave.errors import InputError, XweaveError
 
@@ -169,7 +171,7 @@ def _input_specs(main: func.FuncOp) -> list[tuple[str, tuple[int, ...], np.dtype
         labels = [n.data for n in names.data if isinstance(n, StringAttr)]
     else:
         labels = [f"input{i}" for i in range(len(types))]
-    return [(name, tuple(t.get_shape()), graph.numpy_dtype(t.get_element_type()))  # pyright: ignore
+    return [(name, tuple(t.get_shape()), numpy_dtype(t.get_element_type()))  # pyright: ignore
             for name, t in zip(labels, types)]
 
 
@@ -382,8 +384,8 @@ class _Quantizer:
 
     def rewrite(self, op: graph.Conv2dOp | graph.DenseOp) -> None:
         input_absmax, output_absmax = _calibration(op)
-        w = graph.constant_value(op.weight.owner)  # pyright: ignore[reportArgumentType]
-        bias = (graph.constant_value(op.bias.owner)  # pyright: ignore[reportArgumentType]
+        w = constant_value(op.weight.owner)  # pyright: ignore[reportArgumentType]
+        bias = (constant_value(op.bias.owner)  # pyright: ignore[reportArgumentType]
                 if op.bias is not None else np.zeros(_shape(op.weight)[0], np.float32))
         q = choose_exponents(input_absmax, float(np.max(np.abs(w))) if w.size else 0.0,
                              output_absmax)
@@ -518,7 +520,7 @@ def read_int8_layer(fn: func.FuncOp) -> Int8Layer:
         raise fail("the requantization ops must form one chain")
     if mul.operands[1] is not scale.results[0]:  # pyright: ignore
         raise fail("the accumulator must be scaled by a constant")
-    s = float(graph.constant_value(scale))  # pyright: ignore[reportArgumentType]
+    s = float(constant_value(scale))  # pyright: ignore[reportArgumentType]
     shift = -math.log2(s) if s > 0 else -1
     if shift != int(shift) or not 0 <= shift <= 31:
         raise fail(f"the scale {s} is not 2^-shift with 0 <= shift <= 31")

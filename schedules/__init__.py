@@ -21,6 +21,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.context import make_context
+from xweave.dialects import loop
 from xweave.errors import XweaveError
 from xweave.passes import get_all_passes
 from xweave.schedules.analysis import KernelInfo, analyse
@@ -111,7 +112,7 @@ class ScheduleKernelsPass(ModulePass):
         if self.tuning_records:
             tuned = tuned_schedules(self.tuning_records, target_of(op), self.any_target)
         skipped = {}
-        for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
+        for kernel in [f for f in op.ops if loop.is_kernel(f)]:
             name = kernel.sym_name.data
             try:
                 steps = tuned.steps_for(kernel) if tuned is not None else None

@@ -20,7 +20,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from xweave.context import parse_module
 from xweave.dialects import graph
-from xweave.dialects.graph import ConstantOp, PatternKind, constant_value
+from xweave.dialects.graph import ConstantOp, PatternKind
+from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.shapes import pool2d_output_shape, window_output_size
 from xweave.dialects.interpreters.graph import GraphFunctions
 from xweave.context import print_module
 
@@ -398,7 +400,7 @@ def test_conv2d_matches_naive_loops(strides, pads, dilations, groups, bias):
 
 def naive_pool(x, kernel, strides, pads, dilations, ceil_mode, kind, count_include_pad=False):
     n, c, h, w = x.shape
-    out = graph.pool2d_output_shape(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    out = pool2d_output_shape(x.shape, kernel, strides, pads, dilations, ceil_mode)
     y = np.zeros(out, np.float64)
     for i, j in itertools.product(range(out[2]), range(out[3])):
         values, padded = [], 0
@@ -451,10 +453,10 @@ def test_avg_pool2d_matches_naive_loops(kernel, strides, pads, ceil_mode, count_
 
 def test_window_output_size_ceil_mode_drops_windows_starting_in_padding():
     # 5 wide, kernel 2, stride 2, no pads: floor -> 2, ceil -> 3 (last window half-empty)
-    assert graph.window_output_size(5, 2, 2, 0, 0) == 2
-    assert graph.window_output_size(5, 2, 2, 0, 0, ceil_mode=True) == 3
+    assert window_output_size(5, 2, 2, 0, 0) == 2
+    assert window_output_size(5, 2, 2, 0, 0, ceil_mode=True) == 3
     # 5 wide, pad 1 at both ends, kernel 2, stride 3: ceil -> 3 would start in the padding
-    assert graph.window_output_size(5, 2, 3, 1, 1, ceil_mode=True) == 2
+    assert window_output_size(5, 2, 3, 1, 1, ceil_mode=True) == 2
 
 
 def test_conv2d_resnet_size_is_fast():

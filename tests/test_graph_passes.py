@@ -14,6 +14,7 @@ from xdsl.passes import PassPipeline
 import xweave
 from xweave.context import make_context, parse_module
 from xweave.dialects import graph
+from xweave.dialects.graph.constants import constant_value
 from xweave.dialects.interpreters import interpret
 from xweave.frontend.onnx import load_onnx
 from xweave.lowering.graph_to_te import ConvertGraphToTePass
@@ -270,9 +271,9 @@ def test_simplify_inference_folds_bn_into_conv_weights():
     # The folded weights of the first conv are the ONNX weights times a per channel.
     init = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     a = init["bn1_s"].astype(np.float64) / np.sqrt(init["bn1_v"].astype(np.float64) + 1e-5)
-    folded = graph.constant_value(convs[0].weight.owner)
+    folded = constant_value(convs[0].weight.owner)
     np.testing.assert_allclose(folded, init["w1"] * a[:, None, None, None], rtol=1e-6)
-    bias = graph.constant_value(convs[0].bias.owner)
+    bias = constant_value(convs[0].bias.owner)
     np.testing.assert_allclose(bias, (init["b1"] - init["bn1_m"]) * a + init["bn1_b"], rtol=1e-5,
                                atol=1e-7)
 

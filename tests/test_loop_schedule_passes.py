@@ -7,8 +7,6 @@ what a model computes. Hypothesis draws small convolutions and random schedules.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import onnx
 import pytest
@@ -17,7 +15,6 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir.affine import AffineExpr
 from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
@@ -29,7 +26,6 @@ from xweave.lowering.graph_to_te import ConvertGraphToTePass
 from xweave.lowering.loop_to_llvm import extract_params, lower_module
 from xweave.lowering.te_to_loop import ConvertTeToLoopPass
 from xweave.passes import get_all_passes
-from xweave.passes.loop_simplify import expr_bounds, simplify_expr
 from xweave.passes.loop_unroll import LoopUnrollPass
 from xweave.lowering.llvm_codegen import compile_llvm
 
@@ -349,48 +345,6 @@ def test_random_dense_tilings_match_the_interpreter(m, n, kk, fi, fj, order, unr
         spec.append('loop-unroll{loop="dense.j.inner"}')
     spec.append("loop-simplify")
     check(model, ",".join(spec), native=False)
-
-
-# --- the affine simplifier behind loop-simplify ------------------------------------------------
-
-
-def affine_exprs(num_dims: int):
-    leaf = st.one_of(st.integers(0, num_dims - 1).map(AffineExpr.dimension),
-                     st.integers(-5, 9).map(AffineExpr.constant))
-
-    def extend(child):
-        return st.one_of(
-            st.tuples(child, child).map(lambda t: t[0] + t[1]),
-            st.tuples(child, st.integers(-3, 5)).map(lambda t: t[0] * t[1]),
-            st.tuples(child, st.integers(1, 6)).map(lambda t: t[0] // t[1]),
-            st.tuples(child, st.integers(1, 6)).map(lambda t: t[0] % t[1]),
-            st.tuples(child, st.integers(1, 6)).map(lambda t: t[0].ceil_div(t[1])),
-        )
-
-    return st.recursive(leaf, extend, max_leaves=8)
-
-
-@settings(max_examples=150, deadline=None)
-@given(affine_exprs(2), st.lists(st.tuples(st.integers(-4, 4), st.integers(0, 5)),
-                                 min_size=2, max_size=2))
-def test_simplify_expr_and_bounds_are_exact_over_the_ranges(expr, ranges):
-    ranges = [(lo, lo + width) for lo, width in ranges]
-    simple = simplify_expr(expr, ranges)
-    lo, hi = expr_bounds(expr, ranges)
-    for point in itertools.product(*[range(a, b + 1) for a, b in ranges]):
-        value = expr.eval(point, [])
-        assert simple.eval(point, []) == value, (str(expr), str(simple), point)
-        assert lo <= value <= hi
-
-
-def test_simplify_expr_examples():
-    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
-    ranges = [(0, 2), (0, 3)]
-    assert simplify_expr((d0 * 4 + d1) // 4, ranges) == d0
-    assert simplify_expr((d0 * 4 + d1) % 4, ranges) == d1
-    assert simplify_expr((d1 // 2) * 2 + d1 % 2, ranges) == d1
-    assert simplify_expr(d1 // 2 // 2, ranges) == AffineExpr.constant(0)
-    assert simplify_expr(d0 * 3 + d1 - d0 * 3, ranges) == d1
 
 
 def test_unroll_refuses_more_than_64_iterations_by_default():

@@ -19,7 +19,10 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 
 from xweave.dialects import graph
-from xweave.dialects.graph import numpy_dtype, window_output_size
+from xweave.dialects.dtypes import numpy_dtype
+from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.shapes import pool2d_output_shape, window_output_size
+from xweave.dialects.graph.winograd import winograd_tiles
 from xweave.layout import transform_array
 from xweave.winograd import winograd_matrices
 
@@ -118,7 +121,7 @@ def conv2d(
 
 def max_pool2d(x, kernel, strides, pads, dilations, ceil_mode) -> np.ndarray:
     """Max over each window; padding is -inf so it never wins."""
-    out_hw = graph.pool2d_output_shape(x.shape, kernel, strides, pads, dilations, ceil_mode)[2:]
+    out_hw = pool2d_output_shape(x.shape, kernel, strides, pads, dilations, ceil_mode)[2:]
     xp = _pad_for_windows(x, pads, kernel, strides, dilations, out_hw, -np.inf)
     return _windows(xp, kernel, strides, dilations, out_hw).max(axis=(4, 5))
 
@@ -129,7 +132,7 @@ def avg_pool2d(x, kernel, strides, pads, ceil_mode, count_include_pad) -> np.nda
     Window positions added by ceil_mode beyond the end padding never count.
     """
     ones = (1, 1)
-    out_hw = graph.pool2d_output_shape(x.shape, kernel, strides, pads, ones, ceil_mode)[2:]
+    out_hw = pool2d_output_shape(x.shape, kernel, strides, pads, ones, ceil_mode)[2:]
     xp = _pad_for_windows(x, pads, kernel, strides, ones, out_hw, 0.0)
     sums = _windows(xp, kernel, strides, ones, out_hw).sum(axis=(4, 5))
     # The divisor: window sums over a mask of the positions that count.
@@ -317,7 +320,7 @@ class _MoreGraphFunctions(InterpreterFunctions):
         x, tile, pads = args[0], op.tile.value.data, op.pads.get_values()
         blocked = x if x.ndim == 5 else x[..., None]
         n, cb, h, w, blk = blocked.shape
-        th, tw = graph.winograd_tiles(h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2, tile)
+        th, tw = winograd_tiles(h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2, tile)
         a = tile + 2
         padded = np.pad(blocked, ((0, 0), (0, 0), (pads[0], th * tile + 2 - h - pads[0]),
                                   (pads[1], tw * tile + 2 - w - pads[1]), (0, 0)))
@@ -338,7 +341,7 @@ class _MoreGraphFunctions(InterpreterFunctions):
         m, tile = args[0], op.tile.value.data
         shape = tuple(op.result.type.get_shape())
         n, _, oh, ow = shape[:4]
-        th, tw = graph.winograd_tiles(oh, ow, tile)
+        th, tw = winograd_tiles(oh, ow, tile)
         a = tile + 2
         at, _, _ = winograd_matrices(tile)
         points = m.reshape(a, a, n, th, tw, m.shape[-1])
@@ -445,7 +448,7 @@ class GraphFunctions(_MoreGraphFunctions):
 
     @impl(graph.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: graph.ConstantOp, args: PythonValues):
-        return (graph.constant_value(op),)
+        return (constant_value(op),)
 
     @impl(graph.Conv2dOp)
     def run_conv2d(self, interpreter: Interpreter, op: graph.Conv2dOp, args: PythonValues):

@@ -27,7 +27,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
-    Signedness,
     SymbolRefAttr,
     VectorType,
 )
@@ -48,26 +47,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import InterpretationError
 
 from xweave.dialects import loop
-
-_FLOAT_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
-
-
-def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """The numpy dtype holding values of a builtin scalar type."""
-    if isinstance(element_type, IndexType):
-        return np.dtype(np.int64)
-    if isinstance(element_type, IntegerType):
-        width = element_type.width.data
-        if width == 1:
-            return np.dtype(np.bool_)
-        if width not in (8, 16, 32, 64):
-            raise NotImplementedError(f"no numpy dtype for {element_type}")
-        unsigned = element_type.signedness.data == Signedness.UNSIGNED
-        return np.dtype(f"{'u' if unsigned else ''}int{width}")
-    if element_type.name in _FLOAT_DTYPES:
-        return np.dtype(_FLOAT_DTYPES[element_type.name])
-    raise NotImplementedError(f"no numpy dtype for {element_type}")
-
+from xweave.dialects.dtypes import numpy_dtype
 
 def _cast(value: Any, type: Attribute) -> Any:
     """`value` as a value of `type`: numpy array for vectors, int for index, else numpy scalar."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -30,7 +30,7 @@ from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 
-from xweave.dialects import te
+from xweave.dialects import dtypes, te
 
 MAX_DOMAIN_ELEMENTS = 1 << 22
 """Domains larger than this are evaluated in slabs, to bound memory."""
@@ -38,14 +38,10 @@ MAX_DOMAIN_ELEMENTS = 1 << 22
 
 def numpy_dtype(typ: Attribute) -> np.dtype:
     """The numpy dtype holding values of a scalar MLIR type."""
-    if isinstance(typ, AnyFloat):
-        return np.dtype(f"float{typ.bitwidth}")
-    if isinstance(typ, IndexType):
-        return np.dtype(np.int64)
-    if isinstance(typ, IntegerType):
-        width = typ.width.data
-        return np.dtype(np.bool_) if width == 1 else np.dtype(f"int{width}")
-    raise InterpretationError(f"te interpreter: no numpy dtype for {typ}")
+    try:
+        return dtypes.numpy_dtype(typ)
+    except dtypes.DtypeError as error:
+        raise InterpretationError(f"te interpreter: {error}") from None
 
 
 def as_array(value) -> np.ndarray:

@@ -1,0 +1,330 @@
+"""Data-movement ops: reshape, layout, transpose, concat, slice, pad, tile, broadcast, gather."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from math import prod
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import SSAValue
+from xdsl.irdl import (
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+
+from xweave.dialects.graph.base import (
+    GraphOperation,
+    PatternKind,
+    _check_axis,
+    _element,
+    _f64,
+    _f64_prop,
+    _i64_array,
+    _shape,
+    _tensor,
+    pattern_kind_def,
+)
+from xweave.dialects.graph.shapes import broadcast_shape, gather_output_shape
+from xweave.layout import transform_shape
+
+
+# --------------------------------------------------------------------------------------
+# Layout
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReshapeOp(GraphOperation):
+    """Row-major reshape to the result type (same number of elements)."""
+
+    name = "graph.reshape"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(operands=[input], result_types=[_tensor(input.type.element_type, shape)])  # pyright: ignore
+
+    def verify_shapes(self) -> None:
+        a, b = _shape(self.input), _shape(self.result)
+        if prod(a) != prod(b):
+            raise self._fail(
+                f"cannot reshape {list(a)} ({prod(a)} elements) to {list(b)} ({prod(b)} elements)"
+            )
+
+
+@irdl_op_definition
+class LayoutTransformOp(GraphOperation):
+    """The same tensor in another layout (`src_layout` to `dst_layout`, strings such as
+    "NCHW", "NCHW16c", "OIHW16i16o"; rules in xweave.layout): pure data movement."""
+
+    name = "graph.layout_transform"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    src_layout = prop_def(StringAttr)
+    dst_layout = prop_def(StringAttr)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, src_layout: str, dst_layout: str):
+        shape = transform_shape(_shape(input), src_layout, dst_layout)
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), shape)],
+            properties={"src_layout": StringAttr(src_layout), "dst_layout": StringAttr(dst_layout)},
+        )
+
+    def verify_shapes(self) -> None:
+        try:
+            expected = transform_shape(_shape(self.input), self.src_layout.data, self.dst_layout.data)
+        except ValueError as e:
+            raise self._fail(str(e)) from None
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class TransposeOp(GraphOperation):
+    """Permute dimensions: result.shape[i] = input.shape[perm[i]]."""
+
+    name = "graph.transpose"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    perm = prop_def(DenseArrayBase.constr(i64))
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, perm: Sequence[int]):
+        shape = [_shape(input)[p] for p in perm]
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(input.type.element_type, shape)],  # pyright: ignore
+            properties={"perm": _i64_array(perm)},
+        )
+
+    def verify_shapes(self) -> None:
+        a, perm = _shape(self.input), self.perm.get_values()
+        if sorted(perm) != list(range(len(a))):
+            raise self._fail(f"perm {list(perm)} is not a permutation of {len(a)} dimensions")
+        self._expect_result_shape([a[p] for p in perm])
+
+
+# --------------------------------------------------------------------------------------
+# Data movement
+# --------------------------------------------------------------------------------------
+
+
+class _ReshapeLikeOperation(GraphOperation, abc.ABC):
+    """One input, one result whose shape follows from the properties."""
+
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+
+@irdl_op_definition
+class ConcatOp(GraphOperation):
+    """Join tensors along `axis` (every other dimension equal)."""
+
+    name = "graph.concat"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        shape = list(_shape(inputs[0]))
+        shape[axis] = sum(_shape(v)[axis] for v in inputs)
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[_tensor(_element(inputs[0]), shape)],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_shapes(self) -> None:
+        if not self.inputs:
+            raise self._fail("expected at least one input")
+        shapes = [_shape(v) for v in self.inputs]
+        rank, axis = len(shapes[0]), self.axis.value.data
+        _check_axis(self, axis, rank)
+        for s in shapes:
+            if len(s) != rank or any(a != b for d, (a, b) in enumerate(zip(s, shapes[0])) if d != axis):
+                raise self._fail(
+                    f"input shapes {[list(s) for s in shapes]} differ outside axis {axis}"
+                )
+        expected = list(shapes[0])
+        expected[axis] = sum(s[axis] for s in shapes)
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class SliceOp(_ReshapeLikeOperation):
+    """result[i] = input[starts + i * steps] in every dimension (steps may be negative);
+    the result type gives the extents."""
+
+    name = "graph.slice"
+
+    starts = prop_def(DenseArrayBase.constr(i64))
+    steps = prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(self, input: SSAValue, starts: Sequence[int], steps: Sequence[int],
+                 sizes: Sequence[int]):
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), sizes)],
+            properties={"starts": _i64_array(starts), "steps": _i64_array(steps)},
+        )
+
+    def verify_shapes(self) -> None:
+        shape, sizes = _shape(self.input), _shape(self.result)
+        starts, steps = self.starts.get_values(), self.steps.get_values()
+        if not len(starts) == len(steps) == len(sizes) == len(shape):
+            raise self._fail(
+                f"expected {len(shape)} starts, steps and result dimensions but got "
+                f"{list(starts)}, {list(steps)} and {list(sizes)}"
+            )
+        for d, (extent, start, step, size) in enumerate(zip(shape, starts, steps, sizes)):
+            if step == 0:
+                raise self._fail(f"step of dimension {d} is 0")
+            last = start + (size - 1) * step
+            if size > 0 and not (0 <= start < extent and 0 <= last < extent):
+                raise self._fail(
+                    f"dimension {d}: {size} elements from {start} by {step} leave [0, {extent})"
+                )
+
+
+PAD_MODES = ("constant", "reflect", "edge")
+
+
+@irdl_op_definition
+class PadOp(_ReshapeLikeOperation):
+    """Pad every dimension by pads [begin..., end...] (non-negative): with `value`
+    (mode constant), mirrored without the edge (reflect) or repeating the edge (edge)."""
+
+    name = "graph.pad"
+
+    pads = prop_def(DenseArrayBase.constr(i64))
+    mode = prop_def(StringAttr)
+    value = _f64_prop()
+
+    def __init__(self, input: SSAValue, pads: Sequence[int], mode: str = "constant",
+                 value: float = 0.0):
+        shape = _shape(input)
+        rank = len(shape)
+        out = [e + pads[d] + pads[d + rank] for d, e in enumerate(shape)]
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), out)],
+            properties={"pads": _i64_array(pads), "mode": StringAttr(mode), "value": _f64(value)},
+        )
+
+    def verify_shapes(self) -> None:
+        shape = _shape(self.input)
+        rank, pads = len(shape), self.pads.get_values()
+        self._expect_len("pads", pads, 2 * rank, 0)
+        mode = self.mode.data
+        if mode not in PAD_MODES:
+            raise self._fail(f"mode must be one of {list(PAD_MODES)} but got '{mode}'")
+        if mode == "reflect":
+            for d, e in enumerate(shape):
+                if max(pads[d], pads[d + rank]) >= e:
+                    raise self._fail(
+                        f"reflect pads {list(pads)} must be smaller than the dimensions {list(shape)}"
+                    )
+        self._expect_result_shape([e + pads[d] + pads[d + rank] for d, e in enumerate(shape)])
+
+
+@irdl_op_definition
+class TileOp(_ReshapeLikeOperation):
+    """Repeat the input `repeats[d]` times along every dimension d."""
+
+    name = "graph.tile"
+
+    repeats = prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(self, input: SSAValue, repeats: Sequence[int]):
+        shape = [e * r for e, r in zip(_shape(input), repeats)]
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(_element(input), shape)],
+            properties={"repeats": _i64_array(repeats)},
+        )
+
+    def verify_shapes(self) -> None:
+        shape = _shape(self.input)
+        repeats = self.repeats.get_values()
+        self._expect_len("repeats", repeats, len(shape), 1)
+        self._expect_result_shape([e * r for e, r in zip(shape, repeats)])
+
+
+@irdl_op_definition
+class BroadcastToOp(_ReshapeLikeOperation):
+    """numpy.broadcast_to the result type's shape."""
+
+    name = "graph.broadcast_to"
+    pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(operands=[input], result_types=[_tensor(_element(input), shape)])
+
+    def verify_shapes(self) -> None:
+        a, b = _shape(self.input), _shape(self.result)
+        if broadcast_shape(a, b) != b:
+            raise self._fail(f"cannot broadcast {list(a)} to {list(b)}")
+
+
+@irdl_op_definition
+class GatherOp(GraphOperation):
+    """numpy.take(input, indices, axis): indices (integers) may be negative, counting
+    from the end; out-of-range indices are clamped."""
+
+    name = "graph.gather"
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    assembly_format = "$input `,` $indices attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue, indices: SSAValue, axis: int):
+        shape = gather_output_shape(_shape(input), _shape(indices), axis)
+        super().__init__(
+            operands=[input, indices],
+            result_types=[_tensor(_element(input), shape)],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_element_types(self) -> None:
+        self._expect_one_element_type([self.input, self.result])
+        self._expect_element("indices", self.indices, "integer")
+
+    def verify_shapes(self) -> None:
+        shape, axis = _shape(self.input), self.axis.value.data
+        _check_axis(self, axis, len(shape))
+        self._expect_result_shape(gather_output_shape(shape, _shape(self.indices), axis))

@@ -1,0 +1,543 @@
+"""Elementwise ops: arithmetic, math, activations, logic, comparisons, where and cast."""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar
+
+from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr, TensorType, f64, i1
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+)
+
+from xweave.dialects.graph.base import (
+    GraphOperation,
+    PatternKind,
+    _element,
+    _f64,
+    _f64_prop,
+    _shape,
+    _tensor,
+    pattern_kind_def,
+)
+from xweave.dialects.graph.shapes import broadcast_shape
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise families
+# --------------------------------------------------------------------------------------
+
+
+class BinaryOperation(GraphOperation, abc.ABC):
+    """Elementwise binary op with numpy broadcasting; result type = broadcast shape."""
+
+    pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            shape = broadcast_shape(_shape(lhs), _shape(rhs))
+            assert shape is not None, f"{self.name}: operand shapes do not broadcast"
+            result_type = _tensor(lhs.type.element_type, shape)  # pyright: ignore
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_shapes(self) -> None:
+        a, b = _shape(self.lhs), _shape(self.rhs)
+        expected = broadcast_shape(a, b)
+        if expected is None:
+            raise self._fail(f"operand shapes {list(a)} and {list(b)} are not broadcast-compatible")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class AddOp(BinaryOperation):
+    """lhs + rhs."""
+
+    name = "graph.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOperation):
+    """lhs - rhs."""
+
+    name = "graph.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOperation):
+    """lhs * rhs."""
+
+    name = "graph.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOperation):
+    """lhs / rhs."""
+
+    name = "graph.div"
+
+
+@irdl_op_definition
+class MaxOp(BinaryOperation):
+    """Elementwise maximum."""
+
+    name = "graph.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryOperation):
+    """Elementwise minimum."""
+
+    name = "graph.min"
+
+
+@irdl_op_definition
+class PowOp(BinaryOperation):
+    """lhs ** rhs."""
+
+    name = "graph.pow"
+
+
+class UnaryOperation(GraphOperation, abc.ABC):
+    """Elementwise unary op; the result type equals the operand type."""
+
+    pattern_kind = pattern_kind_def(PatternKind.ELEMWISE)
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$input attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[input.type])
+
+
+@irdl_op_definition
+class ReluOp(UnaryOperation):
+    """max(x, 0)."""
+
+    name = "graph.relu"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOperation):
+    """1 / (1 + exp(-x))."""
+
+    name = "graph.sigmoid"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOperation):
+    """tanh(x)."""
+
+    name = "graph.tanh"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOperation):
+    """exp(x)."""
+
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class NegOp(UnaryOperation):
+    """-x."""
+
+    name = "graph.neg"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOperation):
+    """sqrt(x)."""
+
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class AbsOp(UnaryOperation):
+    """|x|."""
+
+    name = "graph.abs"
+
+
+@irdl_op_definition
+class ClipOp(UnaryOperation):
+    """min(max(x, min), max) (as ONNX: all elements become max if min > max)."""
+
+    name = "graph.clip"
+
+    min = prop_def(FloatAttr.constr(base(Float64Type)))
+    max = prop_def(FloatAttr.constr(base(Float64Type)))
+
+    def __init__(self, input: SSAValue, min: float = float("-inf"), max: float = float("inf")):
+        IRDLOperation.__init__(
+            self,
+            operands=[input],
+            result_types=[input.type],
+            properties={"min": FloatAttr(float(min), f64), "max": FloatAttr(float(max), f64)},
+        )
+
+
+# --------------------------------------------------------------------------------------
+# More elementwise ops: math, activations with parameters, logic, comparisons
+# --------------------------------------------------------------------------------------
+
+
+class _FloatUnaryOperation(UnaryOperation, abc.ABC):
+    """A unary op on floats, with float parameters (properties) given as keywords."""
+
+    def __init__(self, input: SSAValue, **params: float | str):
+        props: dict[str, Attribute] = {
+            k: StringAttr(v) if isinstance(v, str) else _f64(v) for k, v in params.items()
+        }
+        IRDLOperation.__init__(self, operands=[input], result_types=[input.type], properties=props)
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "float")
+
+
+@irdl_op_definition
+class LogOp(_FloatUnaryOperation):
+    """The natural logarithm."""
+
+    name = "graph.log"
+
+
+@irdl_op_definition
+class ErfOp(_FloatUnaryOperation):
+    """The error function."""
+
+    name = "graph.erf"
+
+
+@irdl_op_definition
+class ReciprocalOp(_FloatUnaryOperation):
+    """1 / x."""
+
+    name = "graph.reciprocal"
+
+
+@irdl_op_definition
+class SoftplusOp(_FloatUnaryOperation):
+    """log(1 + exp(x)), computed as max(x, 0) + log(1 + exp(-|x|)) (never overflows)."""
+
+    name = "graph.softplus"
+
+
+@irdl_op_definition
+class SoftsignOp(_FloatUnaryOperation):
+    """x / (1 + |x|)."""
+
+    name = "graph.softsign"
+
+
+@irdl_op_definition
+class SignOp(_FloatUnaryOperation):
+    """-1, 0 or 1 after the sign of x."""
+
+    name = "graph.sign"
+
+
+@irdl_op_definition
+class FloorOp(_FloatUnaryOperation):
+    """Round toward -inf."""
+
+    name = "graph.floor"
+
+
+@irdl_op_definition
+class CeilOp(_FloatUnaryOperation):
+    """Round toward +inf."""
+
+    name = "graph.ceil"
+
+
+@irdl_op_definition
+class RoundOp(_FloatUnaryOperation):
+    """Round half to even (ONNX Round)."""
+
+    name = "graph.round"
+
+
+@irdl_op_definition
+class SinOp(_FloatUnaryOperation):
+    """sin(x)."""
+
+    name = "graph.sin"
+
+
+@irdl_op_definition
+class CosOp(_FloatUnaryOperation):
+    """cos(x)."""
+
+    name = "graph.cos"
+
+
+@irdl_op_definition
+class HardSwishOp(_FloatUnaryOperation):
+    """x * max(0, min(1, x / 6 + 1/2))."""
+
+    name = "graph.hard_swish"
+
+
+@irdl_op_definition
+class LeakyReluOp(_FloatUnaryOperation):
+    """x if x >= 0 else alpha * x."""
+
+    name = "graph.leaky_relu"
+
+    alpha = _f64_prop()
+
+    def __init__(self, input: SSAValue, alpha: float = 0.01):
+        super().__init__(input, alpha=alpha)
+
+
+@irdl_op_definition
+class EluOp(_FloatUnaryOperation):
+    """x if x > 0 else alpha * (exp(x) - 1)."""
+
+    name = "graph.elu"
+
+    alpha = _f64_prop()
+
+    def __init__(self, input: SSAValue, alpha: float = 1.0):
+        super().__init__(input, alpha=alpha)
+
+
+@irdl_op_definition
+class SeluOp(_FloatUnaryOperation):
+    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
+
+    name = "graph.selu"
+
+    alpha = _f64_prop()
+    gamma = _f64_prop()
+
+    def __init__(self, input: SSAValue, alpha: float = 1.67326319217681884765625,
+                 gamma: float = 1.05070102214813232421875):
+        super().__init__(input, alpha=alpha, gamma=gamma)
+
+
+@irdl_op_definition
+class HardSigmoidOp(_FloatUnaryOperation):
+    """max(0, min(1, alpha * x + beta))."""
+
+    name = "graph.hard_sigmoid"
+
+    alpha = _f64_prop()
+    beta = _f64_prop()
+
+    def __init__(self, input: SSAValue, alpha: float = 0.2, beta: float = 0.5):
+        super().__init__(input, alpha=alpha, beta=beta)
+
+
+@irdl_op_definition
+class ShrinkOp(_FloatUnaryOperation):
+    """x - bias if x > lambd, x + bias if x < -lambd, else 0."""
+
+    name = "graph.shrink"
+
+    lambd = _f64_prop()
+    bias = _f64_prop()
+
+    def __init__(self, input: SSAValue, lambd: float = 0.5, bias: float = 0.0):
+        super().__init__(input, lambd=lambd, bias=bias)
+
+
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+@irdl_op_definition
+class GeluOp(_FloatUnaryOperation):
+    """x * Phi(x), Phi by erf (approximate = "none") or by tanh (approximate = "tanh")."""
+
+    name = "graph.gelu"
+
+    approximate = prop_def(StringAttr)
+
+    def __init__(self, input: SSAValue, approximate: str = "none"):
+        super().__init__(input, approximate=approximate)
+
+    def verify_shapes(self) -> None:
+        super().verify_shapes()
+        if self.approximate.data not in GELU_APPROXIMATIONS:
+            raise self._fail(
+                f"approximate must be one of {list(GELU_APPROXIMATIONS)} but got "
+                f"'{self.approximate.data}'"
+            )
+
+
+@irdl_op_definition
+class PreluOp(BinaryOperation):
+    """lhs if lhs >= 0 else rhs * lhs (rhs: the slope, broadcast to lhs)."""
+
+    name = "graph.prelu"
+
+    def verify_shapes(self) -> None:
+        super().verify_shapes()
+        if _shape(self.result) != _shape(self.lhs):
+            raise self._fail(
+                f"slope shape {list(_shape(self.rhs))} must broadcast to the input shape "
+                f"{list(_shape(self.lhs))}"
+            )
+
+
+@irdl_op_definition
+class NotOp(UnaryOperation):
+    """Logical negation of i1 tensors."""
+
+    name = "graph.not"
+
+    def verify_shapes(self) -> None:
+        self._expect_element("input", self.input, "bool")
+
+
+class _LogicalOperation(BinaryOperation, abc.ABC):
+    """Elementwise logic on i1 tensors, with broadcasting."""
+
+    def verify_shapes(self) -> None:
+        self._expect_element("lhs", self.lhs, "bool")
+        super().verify_shapes()
+
+
+@irdl_op_definition
+class AndOp(_LogicalOperation):
+    """lhs and rhs."""
+
+    name = "graph.and"
+
+
+@irdl_op_definition
+class OrOp(_LogicalOperation):
+    """lhs or rhs."""
+
+    name = "graph.or"
+
+
+@irdl_op_definition
+class XorOp(_LogicalOperation):
+    """lhs xor rhs."""
+
+    name = "graph.xor"
+
+
+class CompareOperation(BinaryOperation, abc.ABC):
+    """Elementwise comparison with broadcasting: operands of one type, an i1 result."""
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            shape = broadcast_shape(_shape(lhs), _shape(rhs))
+            assert shape is not None, f"{self.name}: operand shapes do not broadcast"
+            result_type = _tensor(i1, shape)
+        super().__init__(lhs, rhs, result_type)
+
+    def verify_element_types(self) -> None:
+        self._expect_one_element_type([self.lhs, self.rhs])
+        self._expect_element("result", self.result, "bool")
+
+
+@irdl_op_definition
+class EqualOp(CompareOperation):
+    """lhs == rhs."""
+
+    name = "graph.equal"
+
+
+@irdl_op_definition
+class LessOp(CompareOperation):
+    """lhs < rhs."""
+
+    name = "graph.less"
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOperation):
+    """lhs <= rhs."""
+
+    name = "graph.less_equal"
+
+
+@irdl_op_definition
+class GreaterOp(CompareOperation):
+    """lhs > rhs."""
+
+    name = "graph.greater"
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOperation):
+    """lhs >= rhs."""
+
+    name = "graph.greater_equal"
+
+
+@irdl_op_definition
+class WhereOp(GraphOperation):
+    """cond ? lhs : rhs elementwise, the three operands broadcast together."""
+
+    name = "graph.where"
+    pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
+
+    cond = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = (
+        "$cond `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue):
+        shape = broadcast_shape(_shape(cond), _shape(lhs), _shape(rhs))
+        assert shape is not None, "graph.where: operand shapes do not broadcast"
+        super().__init__(
+            operands=[cond, lhs, rhs], result_types=[_tensor(_element(lhs), shape)]
+        )
+
+    def verify_element_types(self) -> None:
+        self._expect_element("cond", self.cond, "bool")
+        self._expect_one_element_type([self.lhs, self.rhs, self.result])
+
+    def verify_shapes(self) -> None:
+        shapes = [_shape(v) for v in (self.cond, self.lhs, self.rhs)]
+        expected = broadcast_shape(*shapes)
+        if expected is None:
+            raise self._fail(f"operand shapes {[list(s) for s in shapes]} are not broadcast-compatible")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class CastOp(GraphOperation):
+    """Elementwise conversion to the result's element type (floats truncate to ints,
+    non-zero is true)."""
+
+    name = "graph.cast"
+    pattern_kind = pattern_kind_def(PatternKind.ELEMWISE)
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, element_type: Attribute):
+        super().__init__(operands=[input], result_types=[_tensor(element_type, _shape(input))])
+
+    def verify_element_types(self) -> None:
+        pass
+
+    def verify_shapes(self) -> None:
+        self._expect_result_shape(_shape(self.input))

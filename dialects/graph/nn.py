@@ -1,0 +1,321 @@
+"""Convolution and dense-layer ops: conv2d, conv2d_nchwc, conv_transpose2d, dense, matmul."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, TensorType, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+)
+
+from xweave.dialects.graph.base import (
+    GraphOperation,
+    PatternKind,
+    _element,
+    _i64_array,
+    _shape,
+    _tensor,
+    pattern_kind_def,
+)
+from xweave.dialects.graph.shapes import (
+    conv2d_nchwc_output_shape,
+    conv2d_output_shape,
+    conv_transpose2d_output_shape,
+    matmul_output_shape,
+)
+
+
+class _WeightedOp(GraphOperation, abc.ABC):
+    """input, weight and an optional bias (conv2d, dense)."""
+
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+    )
+
+
+@irdl_op_definition
+class Conv2dOp(_WeightedOp):
+    """2-D convolution, NCHW data, OIHW weights, optional bias [O], grouped and dilated."""
+
+    name = "graph.conv2d"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    strides = prop_def(DenseArrayBase.constr(i64))
+    pads = prop_def(DenseArrayBase.constr(i64))
+    dilations = prop_def(DenseArrayBase.constr(i64))
+    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            shape = conv2d_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
+            result_type = _tensor(input.type.element_type, shape)  # pyright: ignore
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]],
+            result_types=[result_type],
+            properties={
+                "strides": _i64_array(strides),
+                "pads": _i64_array(pads),
+                "dilations": _i64_array(dilations),
+                "groups": IntegerAttr(groups, i64),
+            },
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 4)
+        self._expect_rank("weight", self.weight, 4)
+        strides, pads = self.strides.get_values(), self.pads.get_values()
+        dilations, groups = self.dilations.get_values(), self.groups.value.data
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        if groups < 1:
+            raise self._fail(f"expected groups >= 1 but got {groups}")
+        (_, channels, _, _), (out_channels, group_channels, _, _) = (
+            _shape(self.input),
+            _shape(self.weight),
+        )
+        if channels != group_channels * groups:
+            raise self._fail(
+                f"input has {channels} channels but weight expects "
+                f"{group_channels} x {groups} groups = {group_channels * groups}"
+            )
+        if out_channels % groups:
+            raise self._fail(f"{out_channels} output channels are not divisible by {groups} groups")
+        if self.bias is not None and _shape(self.bias) != (out_channels,):
+            raise self._fail(f"expected bias shape [{out_channels}] but got {list(_shape(self.bias))}")
+        expected = conv2d_output_shape(_shape(self.input), _shape(self.weight), strides, pads, dilations)
+        if min(expected) < 1:
+            raise self._fail(f"kernel does not fit: output shape would be {list(expected)}")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class Conv2dNchwcOp(_WeightedOp):
+    """2-D convolution on channel-blocked data (made by `graph-alter-layout`).
+
+    data [N][C/ci][H][W][ci] (layout NCHW<ci>c), weight [O/co][C/ci][KH][KW][ci][co]
+    (OIHW<ci>i<co>o), optional bias [O/co][co]; result [N][O/co][OH][OW][co].
+    groups is 1, or the channel count for a depthwise convolution (O = C, ci = co):
+    its weight is [C/co][1][KH][KW][1][co] (OIHW1i<co>o, one input channel per group).
+    """
+
+    name = "graph.conv2d_nchwc"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    strides = prop_def(DenseArrayBase.constr(i64))
+    pads = prop_def(DenseArrayBase.constr(i64))
+    dilations = prop_def(DenseArrayBase.constr(i64))
+    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+    ):
+        shape = conv2d_nchwc_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]],
+            result_types=[_tensor(_element(input), shape)],
+            properties={
+                "strides": _i64_array(strides),
+                "pads": _i64_array(pads),
+                "dilations": _i64_array(dilations),
+                "groups": IntegerAttr(groups, i64),
+            },
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 5)
+        self._expect_rank("weight", self.weight, 6)
+        strides, pads = self.strides.get_values(), self.pads.get_values()
+        dilations, groups = self.dilations.get_values(), self.groups.value.data
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        (_, cb, _, _, ci), (ob, wcb, _, _, wci, co) = _shape(self.input), _shape(self.weight)
+        channels = cb * ci
+        if groups == 1:
+            if (wcb, wci) != (cb, ci):
+                raise self._fail(
+                    f"weight blocks input channels as [{wcb}][..][{wci}] but the input has [{cb}][..][{ci}]"
+                )
+        elif groups == channels:
+            if (wcb, wci) != (1, 1) or co != ci or ob * co != channels:
+                raise self._fail(
+                    f"depthwise ({groups} groups) expects weight [{channels // ci}][1][KH][KW][1][{ci}] "
+                    f"but got {list(_shape(self.weight))}"
+                )
+        else:
+            raise self._fail(f"expected groups 1 or {channels} (depthwise) but got {groups}")
+        if self.bias is not None and _shape(self.bias) != (ob, co):
+            raise self._fail(f"expected bias shape [{ob}, {co}] but got {list(_shape(self.bias))}")
+        expected = conv2d_nchwc_output_shape(
+            _shape(self.input), _shape(self.weight), strides, pads, dilations
+        )
+        if min(expected) < 1:
+            raise self._fail(f"kernel does not fit: output shape would be {list(expected)}")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class DenseOp(_WeightedOp):
+    """Fully connected layer: x [M, K], w [N, K], optional b [N] -> x @ w.T + b."""
+
+    name = "graph.dense"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            shape = (_shape(input)[0], _shape(weight)[0])
+            result_type = _tensor(input.type.element_type, shape)  # pyright: ignore
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]], result_types=[result_type]
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 2)
+        self._expect_rank("weight", self.weight, 2)
+        (m, k), (n, wk) = _shape(self.input), _shape(self.weight)
+        if k != wk:
+            raise self._fail(f"input has K = {k} but weight has K = {wk}")
+        if self.bias is not None and _shape(self.bias) != (n,):
+            raise self._fail(f"expected bias shape [{n}] but got {list(_shape(self.bias))}")
+        self._expect_result_shape((m, n))
+
+
+@irdl_op_definition
+class MatmulOp(GraphOperation):
+    """numpy matmul of rank >= 2 tensors, broadcasting the batch dimensions."""
+
+    name = "graph.matmul"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            shape = matmul_output_shape(_shape(lhs), _shape(rhs))
+            assert shape is not None, "graph.matmul: incompatible operand shapes"
+            result_type = _tensor(lhs.type.element_type, shape)  # pyright: ignore
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_shapes(self) -> None:
+        a, b = _shape(self.lhs), _shape(self.rhs)
+        if len(a) < 2 or len(b) < 2:
+            raise self._fail(f"expected operands of rank >= 2 but got ranks {len(a)} and {len(b)}")
+        if a[-1] != b[-2]:
+            raise self._fail(f"contracting dimensions differ: {list(a)} x {list(b)}")
+        expected = matmul_output_shape(a, b)
+        if expected is None:
+            raise self._fail(f"batch dimensions of {list(a)} and {list(b)} do not broadcast")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class ConvTranspose2dOp(_WeightedOp):
+    """2-D transposed convolution, NCHW data, weights [C, O/groups, KH, KW], bias [O]."""
+
+    name = "graph.conv_transpose2d"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    strides = prop_def(DenseArrayBase.constr(i64))
+    pads = prop_def(DenseArrayBase.constr(i64))
+    dilations = prop_def(DenseArrayBase.constr(i64))
+    output_padding = prop_def(DenseArrayBase.constr(i64))
+    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        output_padding: Sequence[int] = (0, 0),
+        groups: int = 1,
+    ):
+        shape = conv_transpose2d_output_shape(
+            _shape(input), _shape(weight), strides, pads, dilations, output_padding, groups
+        )
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]],
+            result_types=[_tensor(_element(input), shape)],
+            properties={
+                "strides": _i64_array(strides),
+                "pads": _i64_array(pads),
+                "dilations": _i64_array(dilations),
+                "output_padding": _i64_array(output_padding),
+                "groups": IntegerAttr(groups, i64),
+            },
+        )
+
+    def verify_shapes(self) -> None:
+        self._expect_rank("input", self.input, 4)
+        self._expect_rank("weight", self.weight, 4)
+        strides, pads = self.strides.get_values(), self.pads.get_values()
+        dilations, output_padding = self.dilations.get_values(), self.output_padding.get_values()
+        groups = self.groups.value.data
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        self._expect_len("output_padding", output_padding, 2, 0)
+        if groups < 1:
+            raise self._fail(f"expected groups >= 1 but got {groups}")
+        channels, weight_channels = _shape(self.input)[1], _shape(self.weight)[0]
+        if channels != weight_channels:
+            raise self._fail(f"input has {channels} channels but weight has {weight_channels}")
+        if channels % groups:
+            raise self._fail(f"{channels} input channels are not divisible by {groups} groups")
+        out_channels = _shape(self.weight)[1] * groups
+        if self.bias is not None and _shape(self.bias) != (out_channels,):
+            raise self._fail(f"expected bias shape [{out_channels}] but got {list(_shape(self.bias))}")
+        expected = conv_transpose2d_output_shape(
+            _shape(self.input), _shape(self.weight), strides, pads, dilations, output_padding,
+            groups,
+        )
+        if min(expected) < 1:
+            raise self._fail(f"output shape would be {list(expected)}")
+        self._expect_result_shape(expected)

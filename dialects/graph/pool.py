@@ -1,0 +1,199 @@
+"""Pooling over NCHW (or NCHW<c>c) windows and whole planes."""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import base, irdl_op_definition, operand_def, prop_def, result_def
+
+from xweave.dialects.graph.base import (
+    GraphOperation,
+    PatternKind,
+    _i64_array,
+    _shape,
+    _tensor,
+    pattern_kind_def,
+)
+from xweave.dialects.graph.shapes import pool2d_output_shape
+
+
+class _NCHWOperation(GraphOperation, abc.ABC):
+    """One input, one result of a computed shape, in layout `layout`: "NCHW" (the
+    default) or channel-blocked "NCHW<k>c" ([N][C/k][H][W][k], see xweave.layout)."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def expected_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def channel_block(self) -> int:
+        """k of an "NCHW<k>c" layout, 0 for "NCHW"."""
+        text = self.layout.data
+        match = re.fullmatch(r"NCHW(\d+)c", text)
+        if text != "NCHW" and (match is None or int(match.group(1)) < 1):
+            raise self._fail(f'expected layout "NCHW" or "NCHW<k>c" but got "{text}"')
+        return int(match.group(1)) if match else 0
+
+    def nchw_shape(self) -> tuple[int, ...]:
+        """The input shape as [N, C-blocks, H, W] (the block dimension dropped)."""
+        block = self.channel_block()
+        self._expect_rank("input", self.input, 5 if block else 4)
+        shape = _shape(self.input)
+        if block and shape[4] != block:
+            raise self._fail(f"layout {self.layout.data} needs a last dimension of {block} but got {self.input.type}")
+        return shape[:4]
+
+    def blocked_shape(self, nchw: Sequence[int]) -> tuple[int, ...]:
+        """`nchw` (from `nchw_shape`) with the channel block appended again."""
+        block = self.channel_block()
+        return (*nchw, block) if block else tuple(nchw)
+
+    def verify_shapes(self) -> None:
+        self._expect_result_shape(self.expected_shape())
+
+
+class _WindowPoolOperation(_NCHWOperation, abc.ABC):
+    """max_pool2d / avg_pool2d: a kernel window slid with strides over padded input."""
+
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+    kernel = prop_def(DenseArrayBase.constr(i64))
+    strides = prop_def(DenseArrayBase.constr(i64))
+    pads = prop_def(DenseArrayBase.constr(i64))
+    ceil_mode = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def window_dilations(self) -> tuple[int, ...]:
+        return (1, 1)
+
+    def expected_shape(self) -> tuple[int, ...]:
+        kernel, strides = self.kernel.get_values(), self.strides.get_values()
+        pads, dilations = self.pads.get_values(), self.window_dilations()
+        self._expect_len("kernel", kernel, 2, 1)
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        span = [d * (k - 1) + 1 for k, d in zip(kernel, dilations)]
+        if pads[0] >= span[0] or pads[2] >= span[0] or pads[1] >= span[1] or pads[3] >= span[1]:
+            raise self._fail(f"pads {list(pads)} must be smaller than the window {span}")
+        shape = pool2d_output_shape(
+            self.nchw_shape(), kernel, strides, pads, dilations, bool(self.ceil_mode.value.data)
+        )
+        if min(shape) < 1:
+            raise self._fail(f"window does not fit: output shape would be {list(shape)}")
+        return self.blocked_shape(shape)
+
+
+def _pool_props(kernel, strides, pads, ceil_mode, layout) -> dict[str, Attribute]:
+    return {
+        "kernel": _i64_array(kernel),
+        "strides": _i64_array(strides),
+        "pads": _i64_array(pads),
+        "ceil_mode": IntegerAttr(int(ceil_mode), i1),
+        "layout": StringAttr(layout),
+    }
+
+
+def _pool_result(input: SSAValue, *args) -> TensorType:
+    shape = _shape(input)
+    block = shape[4:]  # NCHW<k>c: the channel block comes back at the end
+    return _tensor(input.type.element_type, (*pool2d_output_shape(shape[:4], *args), *block))  # pyright: ignore
+
+
+@irdl_op_definition
+class MaxPool2dOp(_WindowPoolOperation):
+    """2-D max pooling on NCHW; padding never wins (it counts as -inf)."""
+
+    name = "graph.max_pool2d"
+
+    dilations = prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        ceil_mode: bool = False,
+        result_type: Attribute | None = None,
+        layout: str = "NCHW",
+    ):
+        if result_type is None:
+            result_type = _pool_result(input, kernel, strides, pads, dilations, ceil_mode)
+        props = _pool_props(kernel, strides, pads, ceil_mode, layout)
+        props["dilations"] = _i64_array(dilations)
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+
+    def window_dilations(self) -> tuple[int, ...]:
+        return self.dilations.get_values()
+
+
+@irdl_op_definition
+class AvgPool2dOp(_WindowPoolOperation):
+    """2-D average pooling on NCHW; count_include_pad divides by the padded window."""
+
+    name = "graph.avg_pool2d"
+
+    count_include_pad = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    def __init__(
+        self,
+        input: SSAValue,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        ceil_mode: bool = False,
+        count_include_pad: bool = False,
+        result_type: Attribute | None = None,
+        layout: str = "NCHW",
+    ):
+        if result_type is None:
+            result_type = _pool_result(input, kernel, strides, pads, (1, 1), ceil_mode)
+        props = _pool_props(kernel, strides, pads, ceil_mode, layout)
+        props["count_include_pad"] = IntegerAttr(int(count_include_pad), i1)
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+
+
+class _GlobalPoolOperation(_NCHWOperation, abc.ABC):
+    """Reduce H and W of NCHW data to 1x1."""
+
+    pattern_kind = pattern_kind_def(PatternKind.REDUCTION)
+
+    def __init__(self, input: SSAValue, layout: str = "NCHW"):
+        n, c, _, _, *block = _shape(input)
+        result = _tensor(input.type.element_type, (n, c, 1, 1, *block))  # pyright: ignore
+        super().__init__(operands=[input], result_types=[result], properties={"layout": StringAttr(layout)})
+
+    def expected_shape(self) -> tuple[int, ...]:
+        n, c, _, _ = self.nchw_shape()
+        return self.blocked_shape((n, c, 1, 1))
+
+
+@irdl_op_definition
+class GlobalAvgPool2dOp(_GlobalPoolOperation):
+    """Mean over H and W: [N, C, H, W] -> [N, C, 1, 1]."""
+
+    name = "graph.global_avg_pool2d"
+
+
+@irdl_op_definition
+class GlobalMaxPool2dOp(_GlobalPoolOperation):
+    """Maximum over H and W: [N, C, H, W] -> [N, C, 1, 1]."""
+
+    name = "graph.global_max_pool2d"
