@@ -125,7 +125,7 @@ CPUS: dict[str, CpuInfo] = {
 part; a host's own caches are read from the OS instead). Schedules use 16-lane vectors
 on every AVX-512 CPU, Zen 4 included: its 512-bit FMAs run as two halves (the flops of
 two ymm ones), but 16-lane code needs half the instructions, loads and broadcasts and
-measured faster there (bench/README, issue 18); `-mprefer-vector-width=256` gives
+measured faster there (bench/HISTORY.md, issue 18); `-mprefer-vector-width=256` gives
 8-lane code."""
 
 _UNKNOWN_CPU = CpuInfo(())

@@ -273,7 +273,7 @@ AUTO_VECTOR_BITS = 256
 (the loops schedules leave scalar: transposes, reductions along the contiguous axis).
 With 512-bit vectors legal there, LLVM turned BERT's head transposes into AVX-512
 gathers and scatters (slow on Zen 4: the transposes ran 10x slower, the softmax 3.5x;
-bench/README, issue 18)."""
+bench/HISTORY.md, issue 18)."""
 
 _VECTOR_TYPE = re.compile(r"<(\d+) x (float|double|half|bfloat|i64|i32|i16|i8)>")
 _ELEMENT_BITS = {"float": 32, "double": 64, "half": 16, "bfloat": 16,

@@ -121,7 +121,7 @@ def missing_cpu_features(description: Mapping[str, object]) -> list[str]:
 NO_GATHERS = ("+prefer-no-gather", "+prefer-no-scatter")
 """LLVM tuning flags keeping its own vectorizers from gathers and scatters: schedules
 never need them, and the strided copies LLVM made of them (transposes) ran up to 10x
-slower on Zen 4 than scalar or 8-lane code (bench/README, issue 18)."""
+slower on Zen 4 than scalar or 8-lane code (bench/HISTORY.md, issue 18)."""
 
 
 def _create_target_machine(reloc: str, target: Target | None = None) -> llvm_binding.TargetMachine:

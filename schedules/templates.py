@@ -106,7 +106,7 @@ tokens divides only into 1-row tiles, which run a third of the FMA rate)."""
 ROW_BLOCK_L3_SHARE = 4
 """Below K blocking, the rows are blocked (m_block) when the row operand is bigger
 than L3 / this: a block of it is re-read from L3 by every column panel, instead of the
-whole operand from memory (bench/README: 2048^3 matmul)."""
+whole operand from memory (bench/HISTORY.md: 2048^3 matmul)."""
 
 
 def step(pass_name: str, kernel: str, **options) -> str:
