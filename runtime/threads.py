@@ -29,7 +29,7 @@ by default (about 5 ms of a core here), unless `OMP_WAIT_POLICY=passive`. Measur
 * a short spin (1000, about 60 µs) looked as cheap as spinning for back-to-back
   regions in that benchmark, but not in whole models: on this VM a sleeping worker
   is slow to wake (its vCPU halts), and ResNet-18 on 2 threads took 26-33 ms with
-  it against 18-22 ms with libgomp's 300,000 (`bench/model_e2e.py`, session 4;
+  it against 18-22 ms with libgomp's 300,000 (`bench/model_e2e.py`, bench/HISTORY.md;
   onnxruntime spins by default too).
 
 So `configure_openmp` (called when `xweave.runtime.jit` is imported, before libgomp
