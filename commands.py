@@ -14,6 +14,7 @@ import numpy as np
 
 import xweave
 from xweave.errors import InputError, XweaveError
+from xweave.context import DUMP_ELIDE_LARGER_THAN
 
 
 def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]] | None:
@@ -54,6 +55,12 @@ def plain_warnings() -> Iterator[None]:
 
 
 def _compile(args: argparse.Namespace) -> None:
+    if args.print_pipeline:
+        print(_pipeline_of(args))
+        if args.output is None:
+            return
+    elif args.output is None:
+        raise XweaveError("-o/--output is required (unless --print-pipeline)")
     with plain_warnings():
         module = xweave.build(args.model,
                               input_shapes=parse_input_shapes(args.input_shapes),
@@ -63,9 +70,27 @@ def _compile(args: argparse.Namespace) -> None:
                               **_build_options(args),
                               tuning_records=args.tuning_records,
                               **({"any_target_records": True} if args.any_target_records else {}),
-                              calibration=args.calibration)
+                              calibration=args.calibration,
+                              elide_resources_larger_than=args.elide_resources_larger_than)
     module.export(args.output)
     print(f"wrote {args.output}")
+
+
+def _pipeline_of(args: argparse.Namespace) -> str:
+    """The `xweave-opt -p` pipeline `xweave compile` runs with these arguments (for an
+    accelerator target: its stages up to the partition)."""
+    from xweave.pipeline import CompileOptions, pass_spec, stages
+    from xweave.target import as_target
+
+    options = _build_options(args)
+    options.pop("threads", None)
+    options = CompileOptions(as_target(options.pop("target", None)), fuse=not args.no_fuse,
+                             layout=args.layout == "nchwc", profile=args.profile,
+                             tuning_records=args.tuning_records,
+                             any_target_records=args.any_target_records,
+                             accelerator={"calibration": args.calibration}
+                             if args.calibration else {}, **options)
+    return pass_spec(stages(options), explicit=True)
 
 
 def _build_options(args: argparse.Namespace) -> dict:
@@ -225,11 +250,22 @@ def _add_pipeline_options(p: argparse.ArgumentParser, why: str = "") -> None:
 def register(sub) -> None:
     """Add the subcommands to an argparse subparsers object."""
     p = sub.add_parser("compile", help="compile a model into a deployable module")
-    p.add_argument("model", help="ONNX model (.onnx) or graph-stage IR (.mlir)")
+    p.add_argument("model", help="ONNX model (.onnx) or IR of any stage (.mlir, e.g. a "
+                   "--dump-ir file: compiling continues from its stage)")
     p.add_argument("--target", help=TARGET_HELP)
-    p.add_argument("-o", "--output", required=True, help="the module file to write")
+    p.add_argument("-o", "--output", help="the module file to write")
     p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
-    p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
+    p.add_argument("--dump-ir", metavar="DIR",
+                   help="write the IR after every stage into DIR (NN-<stage>.mlir, each "
+                   "headed by the xweave-opt command that produced it from the one before)")
+    p.add_argument("--elide-resources-larger-than", type=int, metavar="BYTES",
+                   default=DUMP_ELIDE_LARGER_THAN,
+                   help="--dump-ir leaves out weight blobs of more than BYTES bytes (printed "
+                   f"as \"__elided__\"; default: {DUMP_ELIDE_LARGER_THAN}); 0 keeps every "
+                   "weight, so that the dumps compile and replay")
+    p.add_argument("--print-pipeline", action="store_true",
+                   help="print the pass pipeline this compile runs, as `xweave-opt -p` takes "
+                   "it; exit unless -o is given too")
     p.add_argument("--profile", action="store_true",
                    help="a profiling build: `xweave run --profile` times each kernel call")
     _add_pipeline_options(p)

@@ -11,7 +11,7 @@ from xdsl.universe import Universe
 
 # Importing the graph dialect installs the resource-blob store that keeps weights intact
 # when the same handle is parsed twice in one process.
-import xweave.dialects.graph  # noqa: F401
+from xweave.dialects.graph import eliding_resources
 from xweave import plugins
 from xweave.accel.api import get_accelerator, registered_accelerators
 from xweave.diagnostics import parse_ir
@@ -46,11 +46,19 @@ def parse_module(text: str | bytes, name: str = "<string>"):
     return parse_ir(make_context(), text, name)
 
 
-def print_module(module) -> str:
-    """The module as text, exactly as `xweave-opt` prints it (dialect resources included)."""
+DUMP_ELIDE_LARGER_THAN = 1024
+"""`--dump-ir` files leave out resource blobs (weights) of more bytes than this by
+default (`--elide-resources-larger-than`; 0 keeps them all)."""
+
+
+def print_module(module, elide_resources_larger_than: int = 0) -> str:
+    """The module as text, exactly as `xweave-opt` prints it (dialect resources included;
+    blobs of more than `elide_resources_larger_than` bytes elided, see
+    `dialects.graph.eliding_resources`)."""
     stream = io.StringIO()
-    printer = Printer(stream=stream)
-    printer.print_op(module)
-    printer.print_metadata([Builtin])
+    with eliding_resources(elide_resources_larger_than):
+        printer = Printer(stream=stream)
+        printer.print_op(module)
+        printer.print_metadata([Builtin])
     print("\n", file=stream)
     return stream.getvalue()

@@ -7,10 +7,17 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from xweave.context import parse_module
+from xweave.context import DUMP_ELIDE_LARGER_THAN, parse_module
 from xweave.errors import XweaveError
 from xweave.frontend.onnx import load_onnx
-from xweave.pipeline import CompileOptions, compile_model, offload_target
+from xweave.pipeline import (
+    INPUT,
+    CompileOptions,
+    compile_model,
+    offload_target,
+    stage_of,
+    start_in,
+)
 from xweave.runtime.hetero import CpuStep, HeteroModule
 from xweave.runtime.module import CompiledModule
 from xweave.runtime.threads import check_num_threads, set_num_threads
@@ -20,15 +27,25 @@ from xweave.target import Target, as_target
 
 def load_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
                ) -> ModuleOp:
-    """The graph-dialect module of a model: a copy of a `ModuleOp`, a `.mlir` file of the
-    graph stage, or an ONNX file or `onnx.ModelProto` (imported)."""
+    """The module of a model: a copy of a `ModuleOp`, a `.mlir` file (of any stage, see
+    `pipeline.stage_of`), or an ONNX file or `onnx.ModelProto` (imported)."""
+    return _load(module_or_path, input_shapes)[0]
+
+
+def _load(module_or_path, input_shapes) -> tuple[ModuleOp, str]:
+    """The module of a model and the stage of the pipeline it is at."""
     if isinstance(module_or_path, ModuleOp):
-        return module_or_path.clone()
+        return module_or_path.clone(), stage_of(module_or_path)
     if isinstance(module_or_path, (str, os.PathLike)):
         path = Path(module_or_path)
         if path.suffix == ".mlir":
-            return parse_module(path.read_bytes(), str(path))
-    return load_onnx(module_or_path, input_shapes=input_shapes)
+            text = path.read_bytes()
+            module = parse_module(text, str(path))
+            try:
+                return module, stage_of(module, text[:200].decode("utf-8", "replace"))
+            except XweaveError as e:
+                raise XweaveError(f"{path}: {e}") from None
+    return load_onnx(module_or_path, input_shapes=input_shapes), INPUT
 
 
 def build(
@@ -45,6 +62,7 @@ def build(
     winograd: bool = True,
     calibration=None,
     profile: bool = False,
+    elide_resources_larger_than: int = DUMP_ELIDE_LARGER_THAN,
     **target_options,
 ) -> CompiledModule | HeteroModule:
     """Compile a model for `target` and load it, ready to `run`.
@@ -55,9 +73,12 @@ def build(
     registered as a target (`"vta"`; see `pipeline.OffloadTarget`). Code for a CPU that
     lacks some of this host's features can be exported but not run here.
 
-    `module_or_path` is a graph-dialect `ModuleOp`, an ONNX file or `onnx.ModelProto`,
-    or a `.mlir` file of the graph stage. `dump_ir=DIR` writes every stage of the
-    pipeline into DIR (`NN-<stage>.mlir`, then the optimized LLVM IR and assembly).
+    `module_or_path` is an ONNX file or `onnx.ModelProto`, or a `ModuleOp` or `.mlir`
+    file of any stage of a CPU build (e.g. a `dump_ir` file: its stage is told by its
+    ops, see `pipeline.stage_of`, and the pipeline continues from there).
+    `dump_ir=DIR` writes every stage of the pipeline into DIR (`NN-<stage>.mlir`, then
+    the optimized LLVM IR and assembly), leaving out weight blobs larger than
+    `elide_resources_larger_than` bytes (0: keep them all).
     `threads=N` runs parallel loops on N threads (default: `XWEAVE_NUM_THREADS`, else
     every core); `xweave.runtime.threads.set_num_threads` changes it later without
     recompiling. `tuning_records=FILE` schedules each kernel with the best schedule
@@ -97,8 +118,10 @@ def build(
                              any_target_records=any_target_records, accelerator=given)
     if accelerator is not None:
         accelerator.check_options(options)
-    module = load_model(module_or_path, input_shapes)
-    compiled = compile_model(module, options, Path(dump_ir) if dump_ir is not None else None)
+    module, stage = _load(module_or_path, input_shapes)
+    compiled = compile_model(module, options, Path(dump_ir) if dump_ir is not None else None,
+                             start=start_in(options, stage) if stage != INPUT else None,
+                             elide_larger_than=elide_resources_larger_than)
     if threads is not None:
         cpu = [s.module for s in compiled.steps if isinstance(s, CpuStep)] \
             if isinstance(compiled, HeteroModule) else [compiled]

@@ -31,7 +31,9 @@ from __future__ import annotations
 import abc
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import IntEnum
 from math import prod
 from typing import ClassVar
@@ -89,6 +91,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from xweave.errors import ElidedResourceError
 from xweave.layout import transform_shape
 
 # --------------------------------------------------------------------------------------
@@ -325,6 +328,56 @@ class _ResourceStore(OpAsmDialectInterface):
         self._blob_storage.setdefault(key, "")
         return key
 
+    def parse_resource(self, key: str, val: str) -> None:
+        # An elided blob (`ELIDED`) never replaces data already known under its handle.
+        if val == ELIDED:
+            if key not in self._blob_storage:
+                raise KeyError(f"Resource with key {key} wasn't declared")
+            if not self._blob_storage[key]:
+                self._blob_storage[key] = ELIDED
+            return
+        super().parse_resource(key, val)
+
+    def build_resources(self, keys: Iterable[str]) -> dict[str, str]:
+        resources = super().build_resources(keys)
+        limit = _ELIDE_LARGER_THAN.get()
+        if limit:
+            resources = {k: ELIDED if (len(v) - 10) // 2 > limit else v
+                         for k, v in resources.items()}
+        return resources
+
+
+ELIDED = "__elided__"
+"""What a printed `dialect_resources` entry holds in place of a blob left out."""
+
+_ELIDE_LARGER_THAN: ContextVar[int] = ContextVar("elide_resources_larger_than", default=0)
+
+
+@contextmanager
+def eliding_resources(larger_than: int) -> Iterator[None]:
+    """While active, modules are printed with every resource blob of more than
+    `larger_than` bytes replaced by `ELIDED` (0: every blob printed), as MLIR's
+    `--mlir-elide-resource-strings-if-larger`. Such IR parses and verifies, but what
+    needs the values (compiling, running, folding it) fails with `ElidedResourceError`."""
+    token = _ELIDE_LARGER_THAN.set(max(0, larger_than))
+    try:
+        yield
+    finally:
+        _ELIDE_LARGER_THAN.reset(token)
+
+
+def resource_data(key: str) -> str | None:
+    """The hex blob stored under `key` (None: no such resource); raises
+    `ElidedResourceError` if the IR it was parsed from had it elided."""
+    blob = resource_store().lookup(key)
+    if blob == ELIDED:
+        raise ElidedResourceError(
+            f"dense_resource<{key}>: its data was elided when this IR was written (blobs "
+            "larger than --elide-resources-larger-than BYTES are left out, by default in "
+            "--dump-ir files); write it again with --elide-resources-larger-than 0 to keep "
+            "the weights")
+    return blob
+
 
 def resource_store() -> OpAsmDialectInterface:
     """The builtin dialect's blob store, made parse-stable (installed on import)."""
@@ -379,10 +432,10 @@ def _register_blob(name: str, array: np.ndarray) -> str:
     base_key = key = _resource_handle(name, array)
     blob = _encode_blob(array)
     counter = 0
-    while (existing := store.lookup(key)) and existing != blob:
+    while (existing := store.lookup(key)) and existing not in (blob, ELIDED):
         counter += 1  # a hash collision: keep both
         key = f"{base_key}_{counter}"
-    if not existing:
+    if not existing or existing == ELIDED:
         store.declare_resource(key)
         store.parse_resource(key, blob)
     readonly = array.copy()
@@ -406,7 +459,7 @@ def constant_value(op: ConstantOp) -> np.ndarray:
         array.flags.writeable = False
         return array
     key = value.resource_handle.data
-    blob = resource_store().lookup(key)
+    blob = resource_data(key)
     if not blob:
         raise VerifyException(
             f"graph.constant: no data for dense_resource<{key}> (missing from the "
@@ -524,6 +577,8 @@ class ConstantOp(GraphOperation, HasFolderInterface):
             blob = resource_store().lookup(key)
             if not blob:
                 raise self._fail(f"no data for dense_resource<{key}>")
+            if blob == ELIDED:
+                return  # printed without its data: valid, but it cannot be evaluated
             if not _HEX_BLOB.fullmatch(blob):
                 raise self._fail(f"dense_resource<{key}> is not a hex blob (0x and hex digits)")
             typ = self.result.type
