@@ -61,6 +61,18 @@ def _compile(args: argparse.Namespace) -> None:
             return
     elif args.output is None:
         raise XweaveError("-o/--output is required (unless --print-pipeline)")
+    if args.compile_to:
+        from xweave.context import print_module
+        from xweave.driver import lower_model
+        from xweave.pipeline import dump_header
+
+        with plain_warnings():
+            module = lower_model(args.model, _options_of(args), args.compile_to,
+                                 parse_input_shapes(args.input_shapes))
+        Path(args.output).write_text(dump_header(args.compile_to, None, [])
+                                     + print_module(module))
+        print(f"wrote {args.output} (stage '{args.compile_to}')")
+        return
     with plain_warnings():
         module = xweave.build(args.model,
                               input_shapes=parse_input_shapes(args.input_shapes),
@@ -79,7 +91,16 @@ def _compile(args: argparse.Namespace) -> None:
 def _pipeline_of(args: argparse.Namespace) -> str:
     """The `xweave-opt -p` pipeline `xweave compile` runs with these arguments (for an
     accelerator target: its stages up to the partition)."""
-    from xweave.pipeline import CompileOptions, pass_spec, stages
+    from xweave.pipeline import pass_spec, stages, stages_until
+
+    options = _options_of(args)
+    return pass_spec(stages_until(options, args.compile_to) if args.compile_to
+                     else stages(options), explicit=True)
+
+
+def _options_of(args: argparse.Namespace):
+    """The `pipeline.CompileOptions` of `xweave compile`'s arguments."""
+    from xweave.pipeline import CompileOptions
     from xweave.target import as_target
 
     options = _build_options(args)
@@ -90,7 +111,7 @@ def _pipeline_of(args: argparse.Namespace) -> str:
                              any_target_records=args.any_target_records,
                              accelerator={"calibration": args.calibration}
                              if args.calibration else {}, **options)
-    return pass_spec(stages(options), explicit=True)
+    return options
 
 
 def _build_options(args: argparse.Namespace) -> dict:
@@ -263,6 +284,9 @@ def register(sub) -> None:
                    help="--dump-ir leaves out weight blobs of more than BYTES bytes (printed "
                    f"as \"__elided__\"; default: {DUMP_ELIDE_LARGER_THAN}); 0 keeps every "
                    "weight, so that the dumps compile and replay")
+    p.add_argument("--compile-to", metavar="STAGE",
+                   help="stop after STAGE (a --dump-ir stage name: graph-opt, layout, ..., "
+                   "scheduled, planned, llvm) and write its IR to -o instead of a module")
     p.add_argument("--print-pipeline", action="store_true",
                    help="print the pass pipeline this compile runs, as `xweave-opt -p` takes "
                    "it; exit unless -o is given too")

@@ -14,7 +14,9 @@ from xweave.pipeline import (
     INPUT,
     CompileOptions,
     compile_model,
+    lower,
     offload_target,
+    stage_names,
     stage_of,
     start_in,
 )
@@ -46,6 +48,18 @@ def _load(module_or_path, input_shapes) -> tuple[ModuleOp, str]:
             except XweaveError as e:
                 raise XweaveError(f"{path}: {e}") from None
     return load_onnx(module_or_path, input_shapes=input_shapes), INPUT
+
+
+def lower_model(module_or_path, options: CompileOptions, until: str,
+                input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
+    """The IR of a model (as `build` takes it, at any stage) after stage `until` of the
+    pipeline `options` choose (`xweave compile --compile-to`)."""
+    module, stage = _load(module_or_path, input_shapes)
+    start = start_in(options, stage) if stage != INPUT else None
+    names = stage_names(options)
+    if start is not None and until in names and names.index(until) < names.index(start):
+        raise XweaveError(f"the IR is at stage '{stage}', past stage '{until}'")
+    return lower(module, options, start=start, until=until)
 
 
 def build(

@@ -67,14 +67,14 @@ from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
 from xweave.passes.graph_fuse import GraphFusePass
 from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
 from xweave.passes.graph_winograd import GraphWinogradPass
-from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
+from xweave.passes.loop_fold_packs import SCHEDULED_ATTR, LoopFoldConstantPacksPass
 from xweave.passes.memory_plan import PEAK_ATTR, PlanMemoryPass
 from xweave.passes.profile_kernels import CountKernelFlopsPass, ProfileKernelsPass
 from xweave.runtime.abi import ARENA
 from xweave.runtime.hetero import AcceleratorStep as RunAcceleratorStep
 from xweave.runtime.hetero import CpuStep, HeteroModule
 from xweave.runtime.module import CompiledModule, TensorSpec
-from xweave.schedules import SCHEDULED_ATTR, ScheduleKernelsPass, ScheduleStepError
+from xweave.schedules import ScheduleKernelsPass, ScheduleStepError
 from xweave.target import Target, as_target, set_target
 
 
@@ -232,7 +232,7 @@ def dump_header(stage: str, previous: str | None, stage_list: list[Stage]) -> st
     command that produced it from the `previous` dump (`stage_list`: the stages run)."""
     head = f"// xweave {__version__}: stage '{stage}'"
     if previous is None:
-        return head + " (the pipeline's input)\n"
+        return head + (" (the pipeline's input)" if stage == INPUT else "") + "\n"
     spec = pass_spec(stage_list, explicit=True)
     return (head + f", produced from {previous} by:\n"
             f"// xweave-opt {previous} -p {shlex.quote(spec)}\n")
@@ -278,11 +278,12 @@ def stage_of(module: ModuleOp, text: str | None = None) -> str:
     if "loop" in dialects:
         if PEAK_ATTR in module.attributes:
             return "planned"
-        scheduled = any(SCHEDULED_ATTR in op.attributes for op in module.ops)
-        return "scheduled" if scheduled else "loop"
+        return "scheduled" if SCHEDULED_ATTR in module.attributes else "loop"
     if "te" in dialects:
         return "te"
-    if "graph" in dialects:
+    if "graph" in dialects or isinstance(main, func.FuncOp) and all(
+            isinstance(t, TensorType) for t in (*main.function_type.inputs.data,
+                                                *main.function_type.outputs.data)):
         found = ("fused" if "graph.fused" in ops else
                  "layout" if "graph.layout_transform" in ops else INPUT)
         hint = _HEADER.match(text or "")

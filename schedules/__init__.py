@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
@@ -93,19 +93,13 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
     return applied
 
 
-SCHEDULED_ATTR = "xweave.scheduled"
-"""Unit attribute of a kernel `schedule-kernels` has scheduled (it is not scheduled twice;
-the stage of a module is told by it)."""
-
-
 @dataclass(frozen=True)
 class ScheduleKernelsPass(ModulePass):
     """Apply every kernel's default schedule (the untuned build), or with
     `tuning-records=FILE` the best recorded schedule of each kernel that has one for
     the module's target (`any-target=true`: of any target, if it has none for this
     one). Kernels whose records are all for other targets keep their default schedule,
-    with a warning naming them. Each scheduled kernel is marked `xweave.scheduled`;
-    kernels already marked are left alone."""
+    with a warning naming them."""
 
     name = "schedule-kernels"
 
@@ -117,8 +111,7 @@ class ScheduleKernelsPass(ModulePass):
         if self.tuning_records:
             tuned = tuned_schedules(self.tuning_records, target_of(op), self.any_target)
         skipped = {}
-        for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes
-                       and SCHEDULED_ATTR not in f.attributes]:
+        for kernel in [f for f in op.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes]:
             name = kernel.sym_name.data
             try:
                 steps = tuned.steps_for(kernel) if tuned is not None else None
@@ -130,7 +123,6 @@ class ScheduleKernelsPass(ModulePass):
             if tuned is not None and name in tuned.skipped:
                 skipped[name] = tuned.skipped[name]
             applied = apply_steps(op, steps, skip_illegal=True, kernel=name)
-            kernel.attributes[SCHEDULED_ATTR] = UnitAttr()
             if tuned is not None and tuned.steps_for(kernel) is not None:
                 tuned.report_refused(kernel, steps, applied)
         if skipped:
