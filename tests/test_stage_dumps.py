@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 from xweave.accel.vta.offload import VtaLayer
@@ -249,11 +250,34 @@ def test_stage_ir_for_an_accelerator_is_refused(kept, tmp_path):
 # --------------------------------------------------------------------------------------
 
 
-def test_vta_dumps_an_isa_listing_per_offloaded_layer(tmp_path):
-    from test_vta_model import cnn, samples
+def small_int8_cnn() -> onnx.ModelProto:
+    """conv 3x3 -> relu -> conv 1x1 -> relu -> global pool -> dense: convs for VTA."""
+    rng = np.random.default_rng(0)
+    weights = {"w1": (32, 16, 3, 3), "b1": (32,), "w2": (32, 32, 1, 1), "b2": (32,),
+               "fc": (10, 32), "fcb": (10,)}
+    nodes = [
+        helper.make_node("Conv", ["data", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "fc", "fcb"], ["logits"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "m", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])],
+        initializer=[numpy_helper.from_array((rng.standard_normal(s) * 0.2).astype(np.float32), n)
+                     for n, s in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
 
-    onnx.save(cnn(), tmp_path / "cnn.onnx")
-    np.savez(tmp_path / "calib.npz", data=samples((1, 3, 16, 16), 8, seed=5))
+
+def test_vta_dumps_an_isa_listing_per_offloaded_layer(tmp_path):
+    onnx.save(small_int8_cnn(), tmp_path / "cnn.onnx")
+    np.savez(tmp_path / "calib.npz",
+             data=np.random.default_rng(5).standard_normal((8, 1, 16, 8, 8)).astype(np.float32))
     r = run("xweave", "compile", tmp_path / "cnn.onnx", "--target", "vta", "--calibration",
             tmp_path / "calib.npz", "-o", tmp_path / "m.xwm", "--dump-ir", tmp_path / "ir")
     assert r.returncode == 0, r.stderr
