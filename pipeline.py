@@ -33,6 +33,7 @@ import tempfile
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ from xdsl.dialects.builtin import (
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
-from xweave import __version__, plugins
+from xweave import plugins
 from xweave.accel.offload import CpuSegment, OffloadPlan
 from xweave.context import DUMP_ELIDE_LARGER_THAN, make_context, print_module
 from xweave.errors import InternalCompilerError, ModelError, XweaveError
@@ -230,7 +231,11 @@ _HEADER = re.compile(r"// xweave \S+: stage '([\w-]+)'")
 def dump_header(stage: str, previous: str | None, stage_list: list[Stage]) -> str:
     """The comment a `--dump-ir` file starts with: the stage, and the `xweave-opt`
     command that produced it from the `previous` dump (`stage_list`: the stages run)."""
-    head = f"// xweave {__version__}: stage '{stage}'"
+    try:  # (as `xweave.__version__`, which the pipeline may not import: it is above it)
+        release = version("xweave")
+    except PackageNotFoundError:
+        release = "0+unknown"
+    head = f"// xweave {release}: stage '{stage}'"
     if previous is None:
         return head + (" (the pipeline's input)" if stage == INPUT else "") + "\n"
     spec = pass_spec(stage_list, explicit=True)
