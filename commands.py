@@ -61,7 +61,7 @@ def _compile(args: argparse.Namespace) -> None:
             return
     elif args.output is None:
         raise XweaveError("-o/--output is required (unless --print-pipeline)")
-    if args.compile_to:
+    if args.compile_to:  # (lazy imports here and below: the CLI starts without the compiler)
         from xweave.context import print_module
         from xweave.driver import lower_model
         from xweave.pipeline import dump_header
@@ -91,11 +91,15 @@ def _compile(args: argparse.Namespace) -> None:
 def _pipeline_of(args: argparse.Namespace) -> str:
     """The `xweave-opt -p` pipeline `xweave compile` runs with these arguments (for an
     accelerator target: its stages up to the partition)."""
-    from xweave.pipeline import pass_spec, stages, stages_until
+    from xweave.driver import load_staged_model
+    from xweave.pipeline import INPUT, pass_spec, stages_between, start_in
 
     options = _options_of(args)
-    return pass_spec(stages_until(options, args.compile_to) if args.compile_to
-                     else stages(options), explicit=True)
+    start = None
+    if Path(args.model).suffix == ".mlir":  # IR of a stage: the rest of the pipeline
+        stage = load_staged_model(args.model)[1]
+        start = start_in(options, stage) if stage != INPUT else None
+    return pass_spec(stages_between(options, start, args.compile_to), explicit=True)
 
 
 def _options_of(args: argparse.Namespace):
@@ -288,8 +292,9 @@ def register(sub) -> None:
                    help="stop after STAGE (a --dump-ir stage name: graph-opt, layout, ..., "
                    "scheduled, planned, llvm) and write its IR to -o instead of a module")
     p.add_argument("--print-pipeline", action="store_true",
-                   help="print the pass pipeline this compile runs, as `xweave-opt -p` takes "
-                   "it; exit unless -o is given too")
+                   help="print the pass pipeline this compile runs (from the model's stage "
+                   "through --compile-to's), as `xweave-opt -p` takes it; exit unless -o is "
+                   "given too")
     p.add_argument("--profile", action="store_true",
                    help="a profiling build: `xweave run --profile` times each kernel call")
     _add_pipeline_options(p)

@@ -31,11 +31,13 @@ def load_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None =
                ) -> ModuleOp:
     """The module of a model: a copy of a `ModuleOp`, a `.mlir` file (of any stage, see
     `pipeline.stage_of`), or an ONNX file or `onnx.ModelProto` (imported)."""
-    return _load(module_or_path, input_shapes)[0]
+    return load_staged_model(module_or_path, input_shapes)[0]
 
 
-def _load(module_or_path, input_shapes) -> tuple[ModuleOp, str]:
-    """The module of a model and the stage of the pipeline it is at."""
+def load_staged_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
+                      ) -> tuple[ModuleOp, str]:
+    """The module of a model (as `load_model`) and the stage of the pipeline it is at
+    (`pipeline.stage_of`; an ONNX model: `pipeline.INPUT`)."""
     if isinstance(module_or_path, ModuleOp):
         return module_or_path.clone(), stage_of(module_or_path)
     if isinstance(module_or_path, (str, os.PathLike)):
@@ -54,7 +56,7 @@ def lower_model(module_or_path, options: CompileOptions, until: str,
                 input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
     """The IR of a model (as `build` takes it, at any stage) after stage `until` of the
     pipeline `options` choose (`xweave compile --compile-to`)."""
-    module, stage = _load(module_or_path, input_shapes)
+    module, stage = load_staged_model(module_or_path, input_shapes)
     start = start_in(options, stage) if stage != INPUT else None
     names = stage_names(options)
     if start is not None and until in names and names.index(until) < names.index(start):
@@ -132,7 +134,7 @@ def build(
                              any_target_records=any_target_records, accelerator=given)
     if accelerator is not None:
         accelerator.check_options(options)
-    module, stage = _load(module_or_path, input_shapes)
+    module, stage = load_staged_model(module_or_path, input_shapes)
     compiled = compile_model(module, options, Path(dump_ir) if dump_ir is not None else None,
                              start=start_in(options, stage) if stage != INPUT else None,
                              elide_larger_than=elide_resources_larger_than)

@@ -98,6 +98,15 @@ def test_the_printed_pipeline_replays_the_whole_build(kept):
     r = run("xweave-opt", kept / "00-graph.mlir", "-p", line)
     assert r.returncode == 0, r.stderr
     assert r.stdout == body(kept / "09-llvm.mlir")
+    # given IR of a stage, the pipeline printed is the rest of the build
+    rest = run("xweave", "compile", kept / "06-loop.mlir", "--target", TARGET,
+               "--print-pipeline").stdout.strip()
+    assert rest.startswith("schedule-kernels{") and line.endswith("," + rest)
+    r = run("xweave-opt", kept / "06-loop.mlir", "-p", rest)
+    assert r.returncode == 0 and r.stdout == body(kept / "09-llvm.mlir"), r.stderr
+    part = run("xweave", "compile", kept / "06-loop.mlir", "--target", TARGET, "--compile-to",
+               "scheduled", "--print-pipeline").stdout.strip()
+    assert part == "schedule-kernels{tuning_records any_target=false},loop-fold-constant-packs"
 
 
 def test_each_dump_replays_from_its_header(kept):
