@@ -30,26 +30,31 @@ from xweave.target import Target, as_target
 def load_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
                ) -> ModuleOp:
     """The module of a model: a copy of a `ModuleOp`, a `.mlir` file (of any stage, see
-    `pipeline.stage_of`), or an ONNX file or `onnx.ModelProto` (imported)."""
-    return load_staged_model(module_or_path, input_shapes)[0]
+    `load_staged_model`), or an ONNX file or `onnx.ModelProto` (imported)."""
+    if isinstance(module_or_path, ModuleOp):
+        return module_or_path.clone()
+    if isinstance(module_or_path, (str, os.PathLike)):
+        path = Path(module_or_path)
+        if path.suffix == ".mlir":
+            return parse_module(path.read_bytes(), str(path))
+    return load_onnx(module_or_path, input_shapes=input_shapes)
 
 
 def load_staged_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
                       ) -> tuple[ModuleOp, str]:
-    """The module of a model (as `load_model`) and the stage of the pipeline it is at
+    """The module of a model (`load_model`) and the stage of the pipeline it is at
     (`pipeline.stage_of`; an ONNX model: `pipeline.INPUT`)."""
+    module = load_model(module_or_path, input_shapes)
     if isinstance(module_or_path, ModuleOp):
-        return module_or_path.clone(), stage_of(module_or_path)
-    if isinstance(module_or_path, (str, os.PathLike)):
-        path = Path(module_or_path)
-        if path.suffix == ".mlir":
-            text = path.read_bytes()
-            module = parse_module(text, str(path))
-            try:
-                return module, stage_of(module, text[:200].decode("utf-8", "replace"))
-            except XweaveError as e:
-                raise XweaveError(f"{path}: {e}") from None
-    return load_onnx(module_or_path, input_shapes=input_shapes), INPUT
+        return module, stage_of(module)
+    if isinstance(module_or_path, (str, os.PathLike)) and Path(module_or_path).suffix == ".mlir":
+        with open(module_or_path, "rb") as f:
+            head = f.read(200).decode("utf-8", "replace")  # the dump header, a hint
+        try:
+            return module, stage_of(module, head)
+        except XweaveError as e:
+            raise XweaveError(f"{module_or_path}: {e}") from None
+    return module, INPUT
 
 
 def lower_model(module_or_path, options: CompileOptions, until: str,
