@@ -17,6 +17,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from xweave import __version__, commands
 from xweave.context import all_dialects
+from xweave.dialects.graph.resources import eliding_resources
 from xweave.diagnostics import check_diagnostic, expected_diagnostics, parse_ir
 from xweave.errors import XweaveError
 from xweave.lowering.llvm_codegen import translate_to_llvm_ir
@@ -60,7 +61,7 @@ class XweaveOptMain(xDSLOptMain):
 
         self.available_targets["llvm"] = llvm_ir
 
-    def run(self):
+    def _run(self):
         """xdsl-opt's driver; with `--verify-diagnostics`, a file holding
         `// expected-error {{...}}` annotations is checked as mlir-opt checks it: every
         error must be expected and every expectation met, or the run fails (exit 1)
@@ -108,6 +109,16 @@ class XweaveOptMain(xDSLOptMain):
         if failures:
             sys.exit(1)
 
+    def run(self):
+        if self.args.print_pipeline:
+            print(",".join(str(p.spec(include_default=True)) for p in self.pipeline.passes))
+            return None
+        return self._run()
+
+    def output_resulting_program(self, prog):
+        with eliding_resources(self.args.elide_resources_larger_than):
+            return super().output_resulting_program(prog)
+
     def register_all_passes(self):
         super().register_all_passes()
         for name, factory in all_passes().items():
@@ -124,6 +135,15 @@ class XweaveOptMain(xDSLOptMain):
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
         plain_help = arg_parser.format_help
         arg_parser.format_help = lambda: plain_help() + "\n" + _passes_help()
+        arg_parser.add_argument(
+            "--print-pipeline", action="store_true",
+            help="print the pipeline -p resolves to, every option of every pass spelled "
+                 "out (as mlir-opt's --dump-pass-pipeline), and exit")
+        arg_parser.add_argument(
+            "--elide-resources-larger-than", type=int, default=0, metavar="BYTES",
+            help="print resource blobs (weights) of more than BYTES bytes as \"__elided__\" "
+                 "(default: 0, every blob printed); such IR parses, but compiling or "
+                 "running it fails naming the elided blob")
         arg_parser.add_argument(
             "--load-plugin", metavar="MODULE", action="append", default=[],
             help="import MODULE (a module name or a .py file) first, e.g. one that "

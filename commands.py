@@ -14,6 +14,7 @@ import numpy as np
 
 import xweave
 from xweave.errors import InputError, XweaveError
+from xweave.context import DUMP_ELIDE_LARGER_THAN
 
 
 def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]] | None:
@@ -54,6 +55,24 @@ def plain_warnings() -> Iterator[None]:
 
 
 def _compile(args: argparse.Namespace) -> None:
+    if args.print_pipeline:
+        print(_pipeline_of(args))
+        if args.output is None:
+            return
+    elif args.output is None:
+        raise XweaveError("-o/--output is required (unless --print-pipeline)")
+    if args.compile_to:  # (lazy imports here and below: the CLI starts without the compiler)
+        from xweave.context import print_module
+        from xweave.driver import lower_model
+        from xweave.pipeline import dump_header
+
+        with plain_warnings():
+            module = lower_model(args.model, _options_of(args), args.compile_to,
+                                 parse_input_shapes(args.input_shapes))
+        Path(args.output).write_text(dump_header(args.compile_to, None, [])
+                                     + print_module(module))
+        print(f"wrote {args.output} (stage '{args.compile_to}')")
+        return
     with plain_warnings():
         module = xweave.build(args.model,
                               input_shapes=parse_input_shapes(args.input_shapes),
@@ -63,9 +82,40 @@ def _compile(args: argparse.Namespace) -> None:
                               **_build_options(args),
                               tuning_records=args.tuning_records,
                               **({"any_target_records": True} if args.any_target_records else {}),
-                              calibration=args.calibration)
+                              calibration=args.calibration,
+                              elide_resources_larger_than=args.elide_resources_larger_than)
     module.export(args.output)
     print(f"wrote {args.output}")
+
+
+def _pipeline_of(args: argparse.Namespace) -> str:
+    """The `xweave-opt -p` pipeline `xweave compile` runs with these arguments (for an
+    accelerator target: its stages up to the partition)."""
+    from xweave.driver import load_staged_model
+    from xweave.pipeline import INPUT, pass_spec, stages_between, start_in
+
+    options = _options_of(args)
+    start = None
+    if Path(args.model).suffix == ".mlir":  # IR of a stage: the rest of the pipeline
+        stage = load_staged_model(args.model)[1]
+        start = start_in(options, stage) if stage != INPUT else None
+    return pass_spec(stages_between(options, start, args.compile_to), explicit=True)
+
+
+def _options_of(args: argparse.Namespace):
+    """The `pipeline.CompileOptions` of `xweave compile`'s arguments."""
+    from xweave.pipeline import CompileOptions
+    from xweave.target import as_target
+
+    options = _build_options(args)
+    options.pop("threads", None)
+    options = CompileOptions(as_target(options.pop("target", None)), fuse=not args.no_fuse,
+                             layout=args.layout == "nchwc", profile=args.profile,
+                             tuning_records=args.tuning_records,
+                             any_target_records=args.any_target_records,
+                             accelerator={"calibration": args.calibration}
+                             if args.calibration else {}, **options)
+    return options
 
 
 def _build_options(args: argparse.Namespace) -> dict:
@@ -225,11 +275,26 @@ def _add_pipeline_options(p: argparse.ArgumentParser, why: str = "") -> None:
 def register(sub) -> None:
     """Add the subcommands to an argparse subparsers object."""
     p = sub.add_parser("compile", help="compile a model into a deployable module")
-    p.add_argument("model", help="ONNX model (.onnx) or graph-stage IR (.mlir)")
+    p.add_argument("model", help="ONNX model (.onnx) or IR of any stage (.mlir, e.g. a "
+                   "--dump-ir file: compiling continues from its stage)")
     p.add_argument("--target", help=TARGET_HELP)
-    p.add_argument("-o", "--output", required=True, help="the module file to write")
+    p.add_argument("-o", "--output", help="the module file to write")
     p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
-    p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
+    p.add_argument("--dump-ir", metavar="DIR",
+                   help="write the IR after every stage into DIR (NN-<stage>.mlir, each "
+                   "headed by the xweave-opt command that produced it from the one before)")
+    p.add_argument("--elide-resources-larger-than", type=int, metavar="BYTES",
+                   default=DUMP_ELIDE_LARGER_THAN,
+                   help="--dump-ir leaves out weight blobs of more than BYTES bytes (printed "
+                   f"as \"__elided__\"; default: {DUMP_ELIDE_LARGER_THAN}); 0 keeps every "
+                   "weight, so that the dumps compile and replay")
+    p.add_argument("--compile-to", metavar="STAGE",
+                   help="stop after STAGE (a --dump-ir stage name: graph-opt, layout, ..., "
+                   "scheduled, planned, llvm) and write its IR to -o instead of a module")
+    p.add_argument("--print-pipeline", action="store_true",
+                   help="print the pass pipeline this compile runs (from the model's stage "
+                   "through --compile-to's), as `xweave-opt -p` takes it; exit unless -o is "
+                   "given too")
     p.add_argument("--profile", action="store_true",
                    help="a profiling build: `xweave run --profile` times each kernel call")
     _add_pipeline_options(p)

@@ -4,18 +4,45 @@ import io
 from collections.abc import Callable
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin
+import numpy as np
+from xdsl.dialects.builtin import AnyFloat, Builtin
+from xdsl.parser import AttrParser
 from xdsl.ir import Dialect
 from xdsl.printer import Printer
 from xdsl.universe import Universe
 
 # Importing the graph dialect installs the resource-blob store that keeps weights intact
 # when the same handle is parsed twice in one process.
-import xweave.dialects.graph  # noqa: F401
+from xweave.dialects.graph.resources import eliding_resources
 from xweave import plugins
 from xweave.accel.api import get_accelerator, registered_accelerators
 from xweave.diagnostics import parse_ir
 from xweave.dialects import get_all_dialects
+
+
+def _read_hex_float_elements() -> None:
+    """Make xDSL 0.74 read a hex integer among the elements of a float `dense<...>` as
+    the float's bit pattern, as MLIR does and as xDSL prints non-finite values
+    (`dense<0xFF800000> : vector<16xf32>`, a splat of -inf); it read the integer's
+    value (4.29e9) instead."""
+    element = AttrParser._TensorLiteralElement
+    if getattr(element, "_xweave_hex_floats", False):
+        return
+    to_type = element.to_type
+
+    def read(self, parser, type):
+        if (isinstance(type, AnyFloat) and type.bitwidth in (16, 32, 64)
+                and isinstance(self.value, int) and not isinstance(self.value, bool)
+                and self.span.text.lower().startswith("0x")):
+            bits = np.array(self.value, f"uint{type.bitwidth}")
+            return float(bits.view(f"float{type.bitwidth}"))
+        return to_type(self, parser, type)
+
+    element.to_type = read
+    element._xweave_hex_floats = True
+
+
+_read_hex_float_elements()
 
 
 def all_dialects() -> dict[str, Callable[[], Dialect]]:
@@ -46,11 +73,19 @@ def parse_module(text: str | bytes, name: str = "<string>"):
     return parse_ir(make_context(), text, name)
 
 
-def print_module(module) -> str:
-    """The module as text, exactly as `xweave-opt` prints it (dialect resources included)."""
+DUMP_ELIDE_LARGER_THAN = 1024
+"""`--dump-ir` files leave out resource blobs (weights) of more bytes than this by
+default (`--elide-resources-larger-than`; 0 keeps them all)."""
+
+
+def print_module(module, elide_resources_larger_than: int = 0) -> str:
+    """The module as text, exactly as `xweave-opt` prints it (dialect resources included;
+    blobs of more than `elide_resources_larger_than` bytes elided, see
+    `dialects.graph.eliding_resources`)."""
     stream = io.StringIO()
-    printer = Printer(stream=stream)
-    printer.print_op(module)
-    printer.print_metadata([Builtin])
+    with eliding_resources(elide_resources_larger_than):
+        printer = Printer(stream=stream)
+        printer.print_op(module)
+        printer.print_metadata([Builtin])
     print("\n", file=stream)
     return stream.getvalue()

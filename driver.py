@@ -7,10 +7,19 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from xweave.context import parse_module
+from xweave.context import DUMP_ELIDE_LARGER_THAN, parse_module
 from xweave.errors import XweaveError
 from xweave.frontend.onnx import load_onnx
-from xweave.pipeline import CompileOptions, compile_model, offload_target
+from xweave.pipeline import (
+    INPUT,
+    CompileOptions,
+    compile_model,
+    lower,
+    offload_target,
+    stage_names,
+    stage_of,
+    start_in,
+)
 from xweave.runtime.hetero import CpuStep, HeteroModule
 from xweave.runtime.module import CompiledModule
 from xweave.runtime.threads import check_num_threads, set_num_threads
@@ -20,8 +29,8 @@ from xweave.target import Target, as_target
 
 def load_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
                ) -> ModuleOp:
-    """The graph-dialect module of a model: a copy of a `ModuleOp`, a `.mlir` file of the
-    graph stage, or an ONNX file or `onnx.ModelProto` (imported)."""
+    """The module of a model: a copy of a `ModuleOp`, a `.mlir` file (of any stage, see
+    `load_staged_model`), or an ONNX file or `onnx.ModelProto` (imported)."""
     if isinstance(module_or_path, ModuleOp):
         return module_or_path.clone()
     if isinstance(module_or_path, (str, os.PathLike)):
@@ -29,6 +38,35 @@ def load_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None =
         if path.suffix == ".mlir":
             return parse_module(path.read_bytes(), str(path))
     return load_onnx(module_or_path, input_shapes=input_shapes)
+
+
+def load_staged_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
+                      ) -> tuple[ModuleOp, str]:
+    """The module of a model (`load_model`) and the stage of the pipeline it is at
+    (`pipeline.stage_of`; an ONNX model: `pipeline.INPUT`)."""
+    module = load_model(module_or_path, input_shapes)
+    if isinstance(module_or_path, ModuleOp):
+        return module, stage_of(module)
+    if isinstance(module_or_path, (str, os.PathLike)) and Path(module_or_path).suffix == ".mlir":
+        with open(module_or_path, "rb") as f:
+            head = f.read(200).decode("utf-8", "replace")  # the dump header, a hint
+        try:
+            return module, stage_of(module, head)
+        except XweaveError as e:
+            raise XweaveError(f"{module_or_path}: {e}") from None
+    return module, INPUT
+
+
+def lower_model(module_or_path, options: CompileOptions, until: str,
+                input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
+    """The IR of a model (as `build` takes it, at any stage) after stage `until` of the
+    pipeline `options` choose (`xweave compile --compile-to`)."""
+    module, stage = load_staged_model(module_or_path, input_shapes)
+    start = start_in(options, stage) if stage != INPUT else None
+    names = stage_names(options)
+    if start is not None and until in names and names.index(until) < names.index(start):
+        raise XweaveError(f"the IR is at stage '{stage}', past stage '{until}'")
+    return lower(module, options, start=start, until=until)
 
 
 def build(
@@ -45,6 +83,7 @@ def build(
     winograd: bool = True,
     calibration=None,
     profile: bool = False,
+    elide_resources_larger_than: int = DUMP_ELIDE_LARGER_THAN,
     **target_options,
 ) -> CompiledModule | HeteroModule:
     """Compile a model for `target` and load it, ready to `run`.
@@ -55,9 +94,12 @@ def build(
     registered as a target (`"vta"`; see `pipeline.OffloadTarget`). Code for a CPU that
     lacks some of this host's features can be exported but not run here.
 
-    `module_or_path` is a graph-dialect `ModuleOp`, an ONNX file or `onnx.ModelProto`,
-    or a `.mlir` file of the graph stage. `dump_ir=DIR` writes every stage of the
-    pipeline into DIR (`NN-<stage>.mlir`, then the optimized LLVM IR and assembly).
+    `module_or_path` is an ONNX file or `onnx.ModelProto`, or a `ModuleOp` or `.mlir`
+    file of any stage of a CPU build (e.g. a `dump_ir` file: its stage is told by its
+    ops, see `pipeline.stage_of`, and the pipeline continues from there).
+    `dump_ir=DIR` writes every stage of the pipeline into DIR (`NN-<stage>.mlir`, then
+    the optimized LLVM IR and assembly), leaving out weight blobs larger than
+    `elide_resources_larger_than` bytes (0: keep them all).
     `threads=N` runs parallel loops on N threads (default: `XWEAVE_NUM_THREADS`, else
     every core); `xweave.runtime.threads.set_num_threads` changes it later without
     recompiling. `tuning_records=FILE` schedules each kernel with the best schedule
@@ -97,8 +139,10 @@ def build(
                              any_target_records=any_target_records, accelerator=given)
     if accelerator is not None:
         accelerator.check_options(options)
-    module = load_model(module_or_path, input_shapes)
-    compiled = compile_model(module, options, Path(dump_ir) if dump_ir is not None else None)
+    module, stage = load_staged_model(module_or_path, input_shapes)
+    compiled = compile_model(module, options, Path(dump_ir) if dump_ir is not None else None,
+                             start=start_in(options, stage) if stage != INPUT else None,
+                             elide_larger_than=elide_resources_larger_than)
     if threads is not None:
         cpu = [s.module for s in compiled.steps if isinstance(s, CpuStep)] \
             if isinstance(compiled, HeteroModule) else [compiled]

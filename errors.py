@@ -24,3 +24,8 @@ class InternalCompilerError(XweaveError):
     the stage, the pass and the kernel, and where the reproducer was written."""
 
     exit_code = 3
+
+
+class ElidedResourceError(XweaveError):
+    """IR printed with its weights left out (`--elide-resources-larger-than`) was asked
+    for the values of one of them (to compile, run or fold it)."""

@@ -27,18 +27,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import shlex
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     IntegerAttr,
+    MemRefType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -48,13 +52,13 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from xweave import plugins
 from xweave.accel.offload import CpuSegment, OffloadPlan
-from xweave.context import make_context, print_module
+from xweave.context import DUMP_ELIDE_LARGER_THAN, make_context, print_module
 from xweave.dialects.dtypes import DtypeError, dtype_name
 from xweave.errors import InternalCompilerError, ModelError, XweaveError
 from xweave.lowering.graph_to_te import ConvertGraphToTePass
 from xweave.lowering.llvm_codegen import CompiledObject, abi_of, compile_llvm
 from xweave.lowering.llvm_params import extract_params
-from xweave.lowering.loop_to_llvm import ConvertLoopToLLVMPass, lower_module
+from xweave.lowering.loop_to_llvm import ARG_TYPES_ATTR, ConvertLoopToLLVMPass, lower_module
 from xweave.lowering.te_to_loop import ConvertTeToLoopPass
 from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
 from xweave.passes.graph_cse import GraphCsePass
@@ -62,7 +66,7 @@ from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
 from xweave.passes.graph_fuse import GraphFusePass
 from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
 from xweave.passes.graph_winograd import GraphWinogradPass
-from xweave.passes.loop_fold_packs import LoopFoldConstantPacksPass
+from xweave.passes.loop_fold_packs import SCHEDULED_ATTR, LoopFoldConstantPacksPass
 from xweave.passes.memory_plan import PEAK_ATTR, PlanMemoryPass
 from xweave.passes.profile_kernels import CountKernelFlopsPass, ProfileKernelsPass
 from xweave.runtime.abi import ARENA
@@ -207,9 +211,105 @@ def stages_until(options: CompileOptions | None, stop: str) -> list[Stage]:
     return stages_between(options, None, stop)
 
 
-def pass_spec(stage_list: list[Stage]) -> str:
-    """The `-p` argument of xweave-opt that replays `stage_list`."""
-    return ",".join(str(p) for stage in stage_list for p in stage.passes)
+def pass_spec(stage_list: list[Stage], *, explicit: bool = False) -> str:
+    """The `-p` argument of xweave-opt that replays `stage_list` (`explicit`: every
+    option of every pass spelled out, defaults included)."""
+    return ",".join(str(p.spec(include_default=explicit)) for stage in stage_list
+                    for p in stage.passes)
+
+
+# --------------------------------------------------------------------------------------
+# Stage dumps, and IR given at any stage
+# --------------------------------------------------------------------------------------
+
+
+_HEADER = re.compile(r"// xweave \S+: stage '([\w-]+)'")
+
+
+def dump_header(stage: str, previous: str | None, stage_list: list[Stage]) -> str:
+    """The comment a `--dump-ir` file starts with: the stage, and the `xweave-opt`
+    command that produced it from the `previous` dump (`stage_list`: the stages run)."""
+    try:  # (as `xweave.__version__`, which the pipeline may not import: it is above it)
+        release = version("xweave")
+    except PackageNotFoundError:
+        release = "0+unknown"
+    head = f"// xweave {release}: stage '{stage}'"
+    if previous is None:
+        return head + (" (the pipeline's input)" if stage == INPUT else "") + "\n"
+    spec = pass_spec(stage_list, explicit=True)
+    return (head + f", produced from {previous} by:\n"
+            f"// xweave-opt {previous} -p {shlex.quote(spec)}\n")
+
+
+def dump_stage(dump_dir: Path, stage: str, number: int, previous: str | None,
+               stage_list: list[Stage], module: ModuleOp, elide_larger_than: int) -> str:
+    """Write `NN-<stage>.mlir` (`dump_header`, then the module) into `dump_dir`;
+    returns the file name."""
+    dump_dir.mkdir(parents=True, exist_ok=True)
+    name = f"{number:02d}-{stage}.mlir"
+    (dump_dir / name).write_text(dump_header(stage, previous, stage_list)
+                                 + print_module(module, elide_larger_than))
+    return name
+
+
+_GRAPH_LEVEL = ("graph-opt", "layout", "winograd", "fused")
+_ORDER = (INPUT, *_GRAPH_LEVEL, "te", "loop", "scheduled", "planned", "llvm")
+"""Every stage a CPU build can run, in order (`cpu_stages` with every option on)."""
+
+
+def stage_of(module: ModuleOp, text: str | None = None) -> str:
+    """The last stage of a CPU build the IR `module` has been through, told by its
+    dialects and markers; the header of its text (`dump_header`) only chooses among the
+    graph-level stages the ops allow. Raises `XweaveError` for IR of no such stage."""
+    dialects: set[str] = set()
+    ops: set[str] = set()
+    for op in module.walk():
+        ops.add(op.name)
+        dialects.add(op.name.split(".")[0])
+    main = next((op for op in module.ops if getattr(op, "sym_name", None) is not None
+                 and op.sym_name.data == "main"), None)  # pyright: ignore[reportAttributeAccessIssue]
+    accepted = ("accepted: " + ", ".join(_ORDER) + " (graph, te, loop or llvm dialect "
+                "modules with a @main)")
+    if main is None:
+        raise XweaveError(f"the IR is at no stage of the pipeline: it has no @main function; "
+                          + accepted)
+    if "llvm.func" in ops:
+        if {"graph", "te", "loop"} & dialects or "func.func" in ops:
+            raise XweaveError("the IR is at no stage of the pipeline: it mixes the llvm "
+                              "dialect with higher-level functions; " + accepted)
+        return "llvm"
+    if "loop" in dialects:
+        if PEAK_ATTR in module.attributes:
+            return "planned"
+        return "scheduled" if SCHEDULED_ATTR in module.attributes else "loop"
+    if "te" in dialects:
+        return "te"
+    if "graph" in dialects or isinstance(main, func.FuncOp) and all(
+            isinstance(t, TensorType) for t in (*main.function_type.inputs.data,
+                                                *main.function_type.outputs.data)):
+        found = ("fused" if "graph.fused" in ops else
+                 "layout" if "graph.layout_transform" in ops else INPUT)
+        hint = _HEADER.match(text or "")
+        told = hint.group(1) if hint else None
+        # graph.fused ops tell fusion; a later graph stage only the header (skipping a
+        # graph stage keeps the program right, rerunning one changes nothing).
+        if told in _GRAPH_LEVEL and told != "fused" and _ORDER.index(told) > _ORDER.index(found):
+            return told
+        return found
+    raise XweaveError("the IR is at no stage of the pipeline: it has no graph, te, loop "
+                      f"or llvm ops (dialects: {', '.join(sorted(dialects))}); " + accepted)
+
+
+def start_in(options: CompileOptions, stage: str) -> str:
+    """The stage of `stages(options)` to continue from, for IR at `stage` (a stage of
+    `stage_of`): itself, or the last stage before it that these options run."""
+    names = stage_names(options)
+    if stage in names:
+        return stage
+    if options.offload_target is not None:
+        raise XweaveError(f"the IR is at stage '{stage}', but target "
+                          f"'{options.offload_target.name}' compiles from the graph stage only")
+    return max((n for n in names if _ORDER.index(n) < _ORDER.index(stage)), key=_ORDER.index)
 
 
 def lower(
@@ -234,11 +334,14 @@ def lower(
     """
     options = options or CompileOptions()
     selected = stages_between(options, start, until)
-    if start in (None, INPUT):
+    names = stage_names(options)
+    if start in (None, INPUT) or ("scheduled" in names
+                                  and names.index(start) < names.index("scheduled")):
+        # (code already scheduled stays for the target it was scheduled for)
         if options.target is not None and options.target.is_cpu:
             set_target(module, options.target)
-        if on_stage:
-            on_stage(INPUT, module)
+    if start in (None, INPUT) and on_stage:
+        on_stage(INPUT, module)
     ctx = make_context()
     original = module.clone()  # kept to rebuild a reproducer
     for number, stage in enumerate(selected):
@@ -270,13 +373,28 @@ def _numpy_dtype(element_type) -> str:
 
 
 def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
-    """Inputs and outputs of `@main` in a graph-stage module."""
+    """Inputs and outputs of `@main` in a module of any stage (graph and te: tensor
+    arguments and results; loop: memref arguments, the inputs then the outputs; llvm:
+    those memref types, kept in `xweave.arg_types`)."""
     main = next(
-        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main"),
+        (op for op in module.ops if isinstance(op, func.FuncOp | llvm.FuncOp)
+         and op.sym_name.data == "main"),
         None,
     )
     if main is None:
         raise ModelError("the module has no @main function")
+    arg_types = main.attributes.get(ARG_TYPES_ATTR)
+    buffers = (list(arg_types.data) if isinstance(arg_types, ArrayAttr) else
+               list(main.function_type.inputs.data) if isinstance(main, func.FuncOp) else [])
+    if isinstance(main, llvm.FuncOp) or any(isinstance(t, MemRefType) for t in buffers):
+        named = [main.attributes.get(a) for a in ("xweave.input_names", "xweave.output_names")]
+        if not all(isinstance(n, ArrayAttr) for n in named):
+            raise ModelError("@main takes buffers but has no xweave.input_names and "
+                             "xweave.output_names to tell its inputs from its outputs")
+        n_in = len(named[0].data)  # pyright: ignore[reportAttributeAccessIssue]
+        ins, outs = buffers[:n_in], buffers[n_in:]
+    else:
+        ins, outs = main.function_type.inputs.data, main.function_type.outputs.data
 
     def names(attr: str, count: int, prefix: str) -> list[str]:
         value = main.attributes.get(attr)
@@ -284,51 +402,61 @@ def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
             return [s.data for s in value.data if isinstance(s, StringAttr)]
         return [f"{prefix}{i}" for i in range(count)]
 
-    ins = main.function_type.inputs.data
-    outs = main.function_type.outputs.data
     specs = []
     for types, attr, prefix in ((ins, "xweave.input_names", "input"), (outs, "xweave.output_names", "output")):
         specs.append([
             TensorSpec(name, tuple(t.get_shape()), _numpy_dtype(t.get_element_type()))
             for name, t in zip(names(attr, len(types), prefix), types)
-            if isinstance(t, TensorType)
+            if isinstance(t, TensorType | MemRefType)
         ])
     return specs[0], specs[1]
 
 
 
 def compile_model(module: ModuleOp, options: CompileOptions | None = None,
-                  dump_dir: Path | None = None) -> CompiledModule | HeteroModule:
-    """Compile a graph-dialect `module` (rewritten in place) with `options` and load it.
+                  dump_dir: Path | None = None, *, start: str | None = None,
+                  elide_larger_than: int = DUMP_ELIDE_LARGER_THAN
+                  ) -> CompiledModule | HeteroModule:
+    """Compile `module` (rewritten in place) with `options` and load it: a graph-dialect
+    module, or with `start` IR of that stage of `stages(options)` (see `stage_of`,
+    `start_in`), which continues the pipeline from there.
 
-    `dump_dir` receives the module after every stage (`NN-<stage>.mlir`), then the
-    optimized LLVM IR and the assembly; for an accelerator target, its own dumps and a
-    folder per CPU segment (`cpuNN/`).
+    `dump_dir` receives the module after every stage (`NN-<stage>.mlir`, each starting
+    with the `xweave-opt` command that produced it from the one before; blobs larger
+    than `elide_larger_than` bytes elided), then the optimized LLVM IR and the
+    assembly; for an accelerator target, its own dumps and a folder per CPU segment
+    (`cpuNN/`).
     """
     options = options or CompileOptions()
     accelerator = options.offload_target
     if accelerator is not None:
-        return _compile_offloaded(module, options, accelerator, dump_dir)
+        if start not in (None, INPUT):
+            start_in(options, start)  # raises: accelerators start from the graph stage
+        return _compile_offloaded(module, options, accelerator, dump_dir, elide_larger_than)
     signature = signature_of(module)
-    dumped = 0
-    params: dict[str, np.ndarray] = {}
     names = stage_names(options)
     weights_stage = names[names.index("llvm") - 1]  # the last loop stage has the weights
+    params = extract_params(module) if start == "llvm" else {}
+    previous: str | None = None
+    given = start not in (None, INPUT)
 
     def on_stage(name: str, stage_module: ModuleOp) -> None:
-        nonlocal dumped, params
+        nonlocal params, previous
         if name == weights_stage:
             params = extract_params(stage_module)
         if dump_dir is not None:
-            dump_dir.mkdir(parents=True, exist_ok=True)
-            (dump_dir / f"{dumped:02d}-{name}.mlir").write_text(print_module(stage_module))
-        dumped += 1
+            done = stages_between(options, names[names.index(name) - 1], name) if previous else []
+            previous = dump_stage(dump_dir, name, names.index(name), previous, done,
+                                  stage_module, elide_larger_than)
 
-    lower(module, options, on_stage=on_stage)
+    if given:
+        assert start is not None
+        on_stage(start, module)
+    lower(module, options, start=start, on_stage=on_stage)
     loaded = compile_lowered(module, params, signature)
     if dump_dir is not None:
-        (dump_dir / f"{dumped:02d}-optimized.ll").write_text(loaded.llvm_ir)
-        (dump_dir / f"{dumped + 1:02d}-assembly.s").write_text(loaded.assembly)
+        (dump_dir / f"{len(names):02d}-optimized.ll").write_text(loaded.llvm_ir)
+        (dump_dir / f"{len(names) + 1:02d}-assembly.s").write_text(loaded.assembly)
     return loaded
 
 
@@ -341,7 +469,7 @@ def compile_lowered(module: ModuleOp, params: dict[str, np.ndarray],
 
 
 def _compile_offloaded(module: ModuleOp, options: CompileOptions, accelerator: OffloadTarget,
-                       dump_dir: Path | None) -> HeteroModule:
+                       dump_dir: Path | None, elide_larger_than: int) -> HeteroModule:
     """The accelerator's stages, its partition, then every CPU segment compiled for the
     CPU with the same options (see `OffloadTarget`)."""
     accelerator.check_options(options)
@@ -350,19 +478,26 @@ def _compile_offloaded(module: ModuleOp, options: CompileOptions, accelerator: O
     plan = accelerator.partition(module, options)
     if dump_dir is not None:
         dump_dir.mkdir(parents=True, exist_ok=True)
-        (dump_dir / f"00-{accelerator.stages(options)[-1].name}.mlir").write_text(
-            print_module(module))
+        dump_stage(dump_dir, accelerator.stages(options)[-1].name, 0, None, [], module,
+                   elide_larger_than)
         (dump_dir / "01-offload-plan.txt").write_text(plan.summary() + "\n")
     cpu = options.replace(target=as_target("llvm"), accelerator={})
     steps: list[CpuStep | RunAcceleratorStep] = []
     for i, step in enumerate(plan.steps):
         if isinstance(step, CpuSegment):
             sub = dump_dir / f"cpu{i:02d}" if dump_dir is not None else None
-            compiled = compile_model(step.module, cpu, sub)
+            compiled = compile_model(step.module, cpu, sub, elide_larger_than=elide_larger_than)
             assert isinstance(compiled, CompiledModule)
             steps.append(CpuStep(compiled, step.inputs, step.outputs))
         else:
             steps.append(RunAcceleratorStep(step.layer, step.input, step.output))
+            if dump_dir is not None and hasattr(step.layer, "listing"):
+                folder = dump_dir / accelerator.name
+                folder.mkdir(exist_ok=True)
+                (folder / f"layer{i:02d}.isa.txt").write_text(
+                    f"; {step.layer.name}: {step.layer.describe()}, input "
+                    f"{'x'.join(map(str, step.input_shape))}\n"
+                    + step.layer.listing(step.input_shape))
     return HeteroModule(steps, inputs, outputs, plan.inputs, plan.outputs, accelerator.name)
 
 

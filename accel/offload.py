@@ -102,6 +102,7 @@ class AcceleratorStep:
     layer: Any
     input: str
     output: str
+    input_shape: tuple[int, ...] = ()
 
 
 @dataclass
@@ -224,6 +225,7 @@ def partition(module: ModuleOp, accelerator: str, make_layer: MakeLayer) -> Offl
                                constant_value(w.owner),  # pyright: ignore[reportArgumentType]
                                constant_value(b.owner))  # pyright: ignore[reportArgumentType]
             layers.append(layer)
-            steps.append(AcceleratorStep(layer, names[x], names[run.results[0]]))
+            steps.append(AcceleratorStep(layer, names[x], names[run.results[0]],
+                                         tuple(x.type.get_shape())))  # pyright: ignore
     return OffloadPlan(accelerator, steps, [names[a] for a in main.body.block.args],
                        [names[v] for v in ret.operands], module, layers)

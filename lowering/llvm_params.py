@@ -15,19 +15,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
-    Builtin,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute, Operation
 
 from xweave.dialects import dtypes
+from xweave.dialects.graph.resources import resource_data
 from xweave.lowering.llvm_builder import LoweringError, num_elements
 from xweave.runtime.abi import PARAM_PREFIX
 
@@ -140,8 +141,7 @@ def numpy_dtype(element: Attribute) -> np.dtype:
 
 def resource_blob(key: str) -> bytes:
     """The bytes of a builtin `dense_resource` blob (MLIR's format: 4-byte alignment, data)."""
-    interface = Builtin.get_interface(OpAsmDialectInterface)
-    text = interface.lookup(key) if interface is not None else None
+    text = resource_data(key)
     if not text:
         raise LoweringError(
             f"dense_resource<{key}>: no such blob in the module's dialect_resources"
@@ -172,8 +172,25 @@ def decode(value: Attribute, memref_type: MemRefType, name: str = "?") -> np.nda
     return flat.reshape(shape)
 
 
+PARAM_VALUE_ATTR = "xweave.value"
+"""Attribute of an llvm-stage parameter global: the value of the global it lowers."""
+
+
+def param_value(op: Operation) -> Attribute:
+    """The value of a (non call-state) global op; an uninitialized one is all zeros."""
+    value = global_value(op)
+    if value is not None:
+        return value
+    memref_type = global_type(op)
+    zero = np.zeros((), numpy_dtype(memref_type.get_element_type()))
+    return DenseIntOrFPElementsAttr(
+        TensorType(memref_type.get_element_type(), memref_type.get_shape()),
+        BytesAttr(zero.tobytes()))
+
+
 def extract_params(module: ModuleOp) -> dict[str, np.ndarray]:
-    """Every global's value, by global name: call on the loop-stage module.
+    """Every global's value, by global name: call on the loop-stage module, or the
+    llvm-stage one (whose parameter globals carry their value as `PARAM_VALUE_ATTR`).
 
     Keys are the globals' names (the llvm-stage symbol is `xweave_param_<name>`).
     An uninitialized constant global gets a zero-filled array; call state (the arena,
@@ -182,6 +199,13 @@ def extract_params(module: ModuleOp) -> dict[str, np.ndarray]:
     """
     params: dict[str, np.ndarray] = {}
     for op in module.ops:
+        if op.name == "llvm.mlir.global" and PARAM_VALUE_ATTR in op.attributes:
+            value = op.attributes[PARAM_VALUE_ATTR]
+            assert isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr)
+            name = op.sym_name.data[len(PARAM_PREFIX):]  # pyright: ignore[reportAttributeAccessIssue]
+            shaped = value.type
+            params[name] = decode(value, MemRefType(shaped.get_element_type(), shaped.get_shape()), name)
+            continue
         if not is_global(op) or is_call_state(op):
             continue
         name, memref_type = global_name(op), global_type(op)

@@ -87,7 +87,9 @@ from xweave.lowering.llvm_params import (
     is_call_state,
     is_get_global,
     is_global,
+    PARAM_VALUE_ATTR,
     param_symbol,
+    param_value,
 )
 from xweave.lowering.llvm_parallel import lower_parallel_for, num_threads_global
 from xweave.lowering.llvm_scalar import SCALAR_LOWERINGS
@@ -98,6 +100,10 @@ __all__ = [
     "extract_params",
     "lower_module",
 ]
+
+ARG_TYPES_ATTR = "xweave.arg_types"
+"""Attribute of the lowered @main: the memref types of its loop-stage arguments (the
+model's inputs, then its outputs), which its `!llvm.ptr` arguments no longer say."""
 
 CALL_STATE_ATTR = "xweave.call_state"
 """Attribute of the lowered @main: `[{name, nbytes}, ...]`, the call state (`is_call_state`)
@@ -253,12 +259,16 @@ class _ModuleLowering:
         name = global_name(op)
         # loop.global holds constants (weights); memref.global says so with `constant`
         constant = op.name == "loop.global" or "constant" in op.properties
-        return llvm.GlobalOp(
+        lowered = llvm.GlobalOp(
             llvm_array_type(self.globals[name]),
             param_symbol(name),
             "external",
             constant=True if constant else None,
         )
+        # The value rides along (LLVM IR never sees it), so that an llvm-stage module
+        # still holds its weights: `extract_params` reads them back.
+        lowered.attributes[PARAM_VALUE_ATTR] = param_value(op)
+        return lowered
 
     def state_args_of_call(self, callee: str, fl: FunctionLowering) -> list[SSAValue]:
         """The caller's call-state arguments a call of `callee` passes on."""
@@ -300,11 +310,13 @@ class _ModuleLowering:
         state = self.state_of[name]
         if name != "main":
             arg_attrs = self._kernel_arg_attrs(name, op.function_type.inputs.data, state)
-        elif state:
-            attributes[CALL_STATE_ATTR] = ArrayAttr([
-                DictionaryAttr({"name": StringAttr(s),
-                                "nbytes": IntegerAttr(loop.buffer_bytes(self.call_state[s]), i64)})
-                for s in state])
+        else:
+            attributes[ARG_TYPES_ATTR] = ArrayAttr(op.function_type.inputs.data)
+            if state:
+                attributes[CALL_STATE_ATTR] = ArrayAttr([
+                    DictionaryAttr({"name": StringAttr(s),
+                                    "nbytes": IntegerAttr(loop.buffer_bytes(self.call_state[s]), i64)})
+                    for s in state])
         body = None
         if not op.is_declaration:
             try:

@@ -230,6 +230,11 @@ class _Rewrite:
         layout = _nchwc(_shape(source)[4])
         shape = transform_shape(_shape(op.results[0]), "NCHW", layout)
         properties = dict(op.properties) | {"layout": StringAttr(layout)}
+        # in the op definition's order, which the printer keeps: a module printed after
+        # this pass reads the same as one printed after replaying it on a parsed module
+        order = list(type(op).get_irdl_definition().properties)
+        properties = dict(sorted(properties.items(), key=lambda kv: order.index(kv[0])
+                                 if kv[0] in order else len(order)))
         new = type(op).create(operands=[source],
                               result_types=[TensorType(op.results[0].type.element_type, shape)],  # pyright: ignore
                               properties=properties, attributes=dict(op.attributes))

@@ -23,6 +23,8 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    UnitAttr,
+    UnitAttr,
     DenseArrayBase,
     DictionaryAttr,
     FunctionType,
@@ -121,13 +123,21 @@ def receive_packed_arguments(kernel: func.FuncOp, arguments: set[int]
     return done
 
 
+SCHEDULED_ATTR = "xweave.scheduled"
+"""Unit attribute of a module whose schedules are final: `loop-fold-constant-packs`,
+the last pass of the scheduled stage, sets it (packs folded at compile time follow the
+schedule, which must not change after); `pipeline.stage_of` reads it."""
+
+
 @dataclass(frozen=True)
 class LoopFoldConstantPacksPass(ModulePass):
-    """Replace the packing stage of constant kernel arguments by packed constants."""
+    """Replace the packing stage of constant kernel arguments by packed constants, and
+    mark the module `xweave.scheduled` (its schedules are final)."""
 
     name = "loop-fold-constant-packs"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        op.attributes[SCHEDULED_ATTR] = UnitAttr()
         globals_ = {g.sym_name.data: g for g in op.ops if isinstance(g, loop.GlobalOp)}
         calls: dict[str, list[func.CallOp]] = {}
         for call in op.walk():

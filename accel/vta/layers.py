@@ -17,6 +17,7 @@ from xdsl.context import Context
 from xweave.accel.api import get_accelerator
 from xweave.accel.vta.config import DEFAULT, HardwareConfig
 from xweave.accel.vta.conv_schedule import build_conv_kernel, choose_plan
+from xweave.accel.vta.encoding import disassemble, encode_program
 from xweave.accel.vta.lowering import lower_function
 from xweave.accel.vta.target import make_vta_accelerator, simulate_lowered
 from xweave.passes.tensorize import TensorizePass
@@ -190,6 +191,16 @@ def conv2d_int8(
     # N x OB x OH x OW x 1 x 16 -> NCHW
     out = packed[:, :, :, :, 0, :].transpose(0, 1, 4, 2, 3).reshape(n, ob * config.block_out, plan.oh, plan.ow)
     return np.ascontiguousarray(out[:, :o]), report
+
+
+def conv2d_listing(data_shape, weight_shape, bias: bool, strides=1, pads=0, shift=0,
+                   relu=False, config: HardwareConfig = DEFAULT, virtual_threads: int = 2) -> str:
+    """The program `conv2d_int8` runs for these shapes, disassembled (`encoding.disassemble`:
+    one line per instruction and micro-op)."""
+    plan = plan_conv2d(data_shape, weight_shape, bias, strides, pads, shift, relu, config,
+                       virtual_threads)
+    program = compile_conv2d(plan, config).program
+    return disassemble(*encode_program(program, config), config)  # pyright: ignore[reportArgumentType]
 
 
 def plan_conv2d(data_shape, weight_shape, bias: bool, strides=1, pads=0, shift=0, relu=False,

@@ -66,6 +66,19 @@ class VtaLayer:
                                                 lay.pads, lay.shift, lay.relu)
         return layers.reference_dense_int8(x, self.weight, self.bias, lay.shift, lay.relu)
 
+    def listing(self, input_shape: tuple[int, ...]) -> str:
+        """The accelerator program `run` executes on an input of `input_shape`,
+        disassembled (what `--dump-ir` writes per layer)."""
+        lay = self.layer
+        bias = self.bias is not None
+        if lay.kind == "conv2d":
+            return layers.conv2d_listing(input_shape, self.weight.shape, bias, lay.strides,
+                                         lay.pads, lay.shift, lay.relu, self.config,
+                                         self.virtual_threads)
+        n, k = input_shape  # a dense layer runs as a 1x1 conv whose width is the batch
+        return layers.conv2d_listing((1, k, 1, n), (*self.weight.shape, 1, 1), bias, 1, 0,
+                                     lay.shift, lay.relu, self.config, self.virtual_threads)
+
     def describe(self) -> str:
         lay = self.layer
         w = "x".join(map(str, self.weight.shape))

@@ -9,9 +9,7 @@ from math import prod
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
-    Builtin,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
@@ -32,6 +30,7 @@ from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from xweave.dialects.dtypes import element_type, numpy_dtype
+from xweave.dialects.graph.resources import ELIDED, resource_data, resource_store
 from xweave.dialects.graph.base import (
     GraphOperation,
     PatternKind,
@@ -39,41 +38,6 @@ from xweave.dialects.graph.base import (
     pattern_kind_def,
 )
 
-
-# --------------------------------------------------------------------------------------
-# The weight blob store
-# --------------------------------------------------------------------------------------
-
-
-class _ResourceStore(OpAsmDialectInterface):
-    """The builtin dialect's blob store, with parse-stable handles.
-
-    xDSL 0.74's store renames a handle that already exists when it is parsed again
-    (`w` -> `w_0`) but stores the blob under yet another name, so a module printed and
-    re-parsed in the same process loses its weights. Here equal handles denote the same
-    resource (as in one MLIR context); `ConstantOp.from_array` keeps handles unique by
-    hashing the content into them.
-    """
-
-    def declare_resource(self, key: str) -> str:
-        self._blob_storage.setdefault(key, "")
-        return key
-
-
-def resource_store() -> OpAsmDialectInterface:
-    """The builtin dialect's blob store, made parse-stable (installed on import)."""
-    store = Builtin.get_interface(OpAsmDialectInterface)
-    if store is None or not isinstance(store, _ResourceStore):
-        fixed = _ResourceStore()
-        if store is not None:
-            fixed._blob_storage = store._blob_storage  # keep blobs already known
-            Builtin._interfaces.remove(store)
-        Builtin._interfaces.append(fixed)
-        store = fixed
-    return store
-
-
-resource_store()
 
 _ARRAY_CACHE: dict[str, tuple[str, np.ndarray]] = {}
 """handle -> (blob string, decoded read-only array), to decode each blob once."""
@@ -113,10 +77,10 @@ def _register_blob(name: str, array: np.ndarray) -> str:
     base_key = key = _resource_handle(name, array)
     blob = _encode_blob(array)
     counter = 0
-    while (existing := store.lookup(key)) and existing != blob:
+    while (existing := store.lookup(key)) and existing not in (blob, ELIDED):
         counter += 1  # a hash collision: keep both
         key = f"{base_key}_{counter}"
-    if not existing:
+    if not existing or existing == ELIDED:
         store.declare_resource(key)
         store.parse_resource(key, blob)
     readonly = array.copy()
@@ -140,7 +104,7 @@ def constant_value(op: ConstantOp) -> np.ndarray:
         array.flags.writeable = False
         return array
     key = value.resource_handle.data
-    blob = resource_store().lookup(key)
+    blob = resource_data(key)
     if not blob:
         raise VerifyException(
             f"graph.constant: no data for dense_resource<{key}> (missing from the "
@@ -193,6 +157,8 @@ class ConstantOp(GraphOperation, HasFolderInterface):
             blob = resource_store().lookup(key)
             if not blob:
                 raise self._fail(f"no data for dense_resource<{key}>")
+            if blob == ELIDED:
+                return  # printed without its data: valid, but it cannot be evaluated
             if not _HEX_BLOB.fullmatch(blob):
                 raise self._fail(f"dense_resource<{key}> is not a hex blob (0x and hex digits)")
             typ = self.result.type

@@ -16,10 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects import arith, math, memref, vector
 from xdsl.dialects.builtin import (
-    Builtin,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     FloatAttr,
@@ -48,6 +46,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from xweave.dialects import loop
 from xweave.dialects.dtypes import numpy_dtype
+from xweave.dialects.graph.resources import resource_data
 
 def _cast(value: Any, type: Attribute) -> Any:
     """`value` as a value of `type`: numpy array for vectors, int for index, else numpy scalar."""
@@ -161,9 +160,8 @@ _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
 
 def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
     """The values of a `dense_resource` blob (MLIR layout: 4-byte alignment, then data)."""
-    interface = Builtin.get_interface(OpAsmDialectInterface)
     handle = attr.resource_handle.data
-    blob = interface.lookup(handle) if interface is not None else None
+    blob = resource_data(handle)
     if not blob:
         raise InterpretationError(f"dense_resource<{handle}> has no blob in dialect_resources")
     raw = bytes.fromhex(blob[2:])

@@ -34,7 +34,7 @@ builtin.module {
 // CHECK:      llvm.func @k(%{{.*}}: !llvm.ptr {llvm.noalias, llvm.dereferenceable = 3221225472 : i64}, %{{.*}}: !llvm.ptr {llvm.noalias, llvm.dereferenceable = 32 : i64}, %[[KA:.*]]: !llvm.ptr {llvm.dereferenceable = 8589934592 : i64})
 // CHECK:        %[[OFF:.*]] = llvm.mlir.constant(7516192768) : i64
 // CHECK:        %{{.*}} = llvm.getelementptr inbounds %[[KA]][%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK:      llvm.func @main(%[[X:.*]]: !llvm.ptr, %[[A:.*]]: !llvm.ptr) attributes {xweave.call_state = [{name = "xweave_arena", nbytes = 8589934592 : i64}]} {
+// CHECK:      llvm.func @main(%[[X:.*]]: !llvm.ptr, %[[A:.*]]: !llvm.ptr) attributes {xweave.arg_types = [memref<8xf32>], xweave.call_state = [{name = "xweave_arena", nbytes = 8589934592 : i64}]} {
 // CHECK-DAG:    %[[C1:.*]] = llvm.mlir.constant(2415919104) : i64
 // CHECK-DAG:    %[[C2:.*]] = llvm.mlir.constant(6442450944) : i64
 // CHECK:        %[[V0:.*]] = llvm.getelementptr inbounds %[[A]][%[[C1]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8

@@ -29,7 +29,7 @@ builtin.module {
 // CHECK:      llvm.func @k(%0: !llvm.ptr {llvm.noalias, llvm.dereferenceable = 16 : i64}, %1: !llvm.ptr {llvm.noalias, llvm.dereferenceable = 16 : i64})
 // CHECK:      llvm.func @k2(%{{.*}}: !llvm.ptr {llvm.dereferenceable = 16 : i64}, %{{.*}}: !llvm.ptr {llvm.dereferenceable = 16 : i64})
 // CHECK-NOT:  xweave_arena()
-// CHECK:      llvm.func @main(%[[X:.*]]: !llvm.ptr, %[[A:.*]]: !llvm.ptr) attributes {xweave.call_state = [{name = "xweave_arena", nbytes = 128 : i64}]} {
+// CHECK:      llvm.func @main(%[[X:.*]]: !llvm.ptr, %[[A:.*]]: !llvm.ptr) attributes {xweave.arg_types = [memref<4xf32>], xweave.call_state = [{name = "xweave_arena", nbytes = 128 : i64}]} {
 // CHECK-NEXT:   %[[V1:.*]] = llvm.getelementptr inbounds %[[A]][64] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK-NEXT:   %[[V2:.*]] = llvm.getelementptr inbounds %[[A]][8] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK-NEXT:   llvm.call @k(%[[A]], %[[V1]])

@@ -107,11 +107,12 @@ builtin.module {
 // CHECK-NEXT:    llvm.return
 // CHECK-NEXT:  }
 
-// @main: pointers in, pointers out, its attributes kept; a global (weight) is an
-// addressof, a global-scope buffer an aligned_alloc freed before the return.
+// @main: pointers in, pointers out, its attributes kept and its memref types recorded
+// (xweave.arg_types); a global (weight) is an addressof, a global-scope buffer an
+// aligned_alloc freed before the return.
 // CHECK-LABEL: llvm.func @main(
 // CHECK-SAME:    %[[X:[0-9]+]]: !llvm.ptr, %[[Y:[0-9]+]]: !llvm.ptr)
-// CHECK-SAME:    attributes {xweave.input_names = ["x"], xweave.output_names = ["y"]}
+// CHECK-SAME:    attributes {xweave.input_names = ["x"], xweave.output_names = ["y"], xweave.arg_types = [memref<8x4xf32>, memref<3x4xf32>]}
 // CHECK-NEXT:    %[[C64:[0-9]+]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[W:[0-9]+]] = llvm.mlir.addressof @xweave_param_weight : !llvm.ptr
 // CHECK-NEXT:    %[[T:[0-9]+]] = llvm.call @aligned_alloc(%[[C64]], %[[C64]]) : (i64, i64) -> !llvm.ptr
@@ -121,8 +122,9 @@ builtin.module {
 // CHECK-NEXT:    llvm.return
 // CHECK-NEXT:  }
 
-// The weight: an external declaration without initializer (the runtime binds the data).
-// CHECK-NEXT:  llvm.mlir.global external constant @xweave_param_weight() {addr_space = 0 : i32} : !llvm.array<8 x !llvm.array<4 x f32>>
+// The weight: an external declaration without initializer (the runtime binds the data),
+// its value kept beside it for `extract_params` (LLVM IR never sees it).
+// CHECK-NEXT:  llvm.mlir.global external constant @xweave_param_weight() {addr_space = 0 : i32, xweave.value = dense<1.000000e+00> : tensor<8x4xf32>} : !llvm.array<8 x !llvm.array<4 x f32>>
 
 // Already in the llvm dialect: left alone.
 // CHECK-NEXT:  llvm.func @already_lowered(%p: !llvm.ptr) -> f32 {

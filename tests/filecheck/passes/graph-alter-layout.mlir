@@ -18,7 +18,7 @@
 // CHECK-NEXT:    %5 = graph.layout_transform %w2 {src_layout = "OIHW", dst_layout = "OIHW16i16o"} : tensor<16x16x1x1xf32> -> tensor<1x1x1x1x16x16xf32>
 // CHECK-NEXT:    %6 = graph.conv2d_nchwc %4, %5 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x1x8x8x16xf32>, tensor<1x1x1x1x16x16xf32>) -> tensor<1x1x8x8x16xf32>
 // CHECK-NEXT:    %7 = graph.add %6, %4 : (tensor<1x1x8x8x16xf32>, tensor<1x1x8x8x16xf32>) -> tensor<1x1x8x8x16xf32>
-// CHECK-NEXT:    %8 = graph.max_pool2d %7 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, layout = "NCHW16c"} : tensor<1x1x8x8x16xf32> -> tensor<1x1x4x4x16xf32>
+// CHECK-NEXT:    %8 = graph.max_pool2d %7 {dilations = array<i64: 1, 1>, kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = false, layout = "NCHW16c"} : tensor<1x1x8x8x16xf32> -> tensor<1x1x4x4x16xf32>
 // CHECK-NEXT:    %9 = graph.global_avg_pool2d %8 {layout = "NCHW16c"} : tensor<1x1x4x4x16xf32> -> tensor<1x1x1x1x16xf32>
 // CHECK-NEXT:    %g = graph.layout_transform %9 {src_layout = "NCHW16c", dst_layout = "NCHW"} : tensor<1x1x1x1x16xf32> -> tensor<1x16x1x1xf32>
 // CHECK-NEXT:    %y = graph.reshape %g : tensor<1x16x1x1xf32> -> tensor<1x16xf32>
