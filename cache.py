@@ -39,7 +39,7 @@ import numpy as np
 
 from xweave import plugins
 from xweave.runtime.load import load_module
-from xweave.target import Target, as_target, machine_model
+from xweave.target import Target, TargetError, as_target, machine_model
 
 if TYPE_CHECKING:
     from xweave.pipeline import CompileOptions
@@ -331,6 +331,8 @@ def _load(path: Path):
     try:
         module = load_module(path)
     except FileNotFoundError:  # evicted by another process meanwhile
+        return None
+    except TargetError:  # sound, but for features this CPU lacks (a cache shared by hosts)
         return None
     except Exception as e:  # noqa: BLE001 - an entry is only a cache: any fault means compile
         stats.discarded += 1

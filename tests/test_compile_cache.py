@@ -232,6 +232,23 @@ def test_a_damaged_entry_is_discarded_with_a_warning_and_recompiled(model_file):
     assert cache.stats.hits == 1
 
 
+def test_code_this_cpu_cannot_run_is_not_stored_nor_taken_for_a_damaged_entry(model_file):
+    target = "llvm -mcpu=sapphirerapids"  # AVX-512 FP16
+    module = xweave.build(model_file, target=target)
+    if module.runnable:
+        pytest.skip("this CPU runs Sapphire Rapids code")
+    assert entries() == []
+    # As a host with those features would leave it in a cache shared with this one.
+    key = cache.compile_key(model_file, None, CompileOptions(as_target(target)))
+    cache.cache_dir().mkdir(parents=True, exist_ok=True)
+    module.export(cache.cache_dir() / f"{key}.xwm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = xweave.build(model_file, target=target)
+    assert not again.runnable and len(entries()) == 1
+    assert (cache.stats.discarded, cache.stats.hits) == (0, 0)
+
+
 def test_a_disabled_cache_never_writes(model_file, monkeypatch, tmp_path):
     xweave.build(model_file, cache=False)
     xweave.build(model_file, dump_ir=tmp_path / "dump")
