@@ -119,13 +119,15 @@ def _options_of(args: argparse.Namespace):
 
 
 def _build_options(args: argparse.Namespace) -> dict:
-    """`winograd=`, `threads=` and `target=` for `xweave.build` when given on the
-    command line."""
+    """`winograd=`, `threads=`, `target=` and `cache=` for `xweave.build` when given on
+    the command line."""
     options = {} if getattr(args, "winograd", None) is None else {"winograd": args.winograd}
     if getattr(args, "threads", None) is not None:
         options["threads"] = args.threads
     if getattr(args, "target", None) is not None:
         options["target"] = args.target
+    if getattr(args, "no_cache", False):
+        options["cache"] = False
     return options
 
 
@@ -257,6 +259,8 @@ def _tune(args: argparse.Namespace) -> None:
 TARGET_HELP = ("what to generate code for: 'llvm' (this CPU), 'llvm -mcpu=NAME "
                "[-mattr=+f1,-f2] [-mprefer-vector-width=256]' (another CPU), or 'vta' "
                "(default: $XWEAVE_TARGET, else this CPU)")
+NO_CACHE_HELP = ("compile from scratch even if the compile cache holds this build, and "
+                 "store nothing (see `xweave cache`)")
 WINOGRAD_HELP = ("compute large 3x3 stride-1 convs on channel-blocked data as Winograd "
                  "F(4x4, 3x3) (the winograd stage; default: on)")
 
@@ -307,6 +311,7 @@ def register(sub) -> None:
     p.add_argument("--calibration", metavar="INPUTS.npz",
                    help="target vta: sample inputs (one array per input name, optionally "
                    "stacked along a leading axis) on which int8 ranges are measured")
+    p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     p.set_defaults(func=_compile)
 
     p = sub.add_parser("tune", help="auto-tune the schedules of a model's kernels",
@@ -355,6 +360,7 @@ def register(sub) -> None:
                    "every core)")
     p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
                    help=WINOGRAD_HELP + " (when given a model)")
+    p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP + " (when given a model)")
     p.add_argument("--print-time", action="store_true", help="time the run")
     p.add_argument("--profile", action="store_true",
                    help="time every kernel call over --repeat runs (a model is compiled with "
@@ -364,3 +370,22 @@ def register(sub) -> None:
     p.add_argument("--print-top", type=int, default=0, metavar="N",
                    help="print the N largest values of each output")
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("cache", help="show or empty the compile cache",
+                       description="Builds are kept in the compile cache ($XWEAVE_CACHE_DIR, "
+                       "else the user cache dir; off with XWEAVE_CACHE=0) and loaded from it "
+                       "when the same model is built again with the same options and "
+                       "versions. `info` prints its path, entries and size; `clear` "
+                       "deletes every entry.")
+    p.add_argument("action", choices=("info", "clear"))
+    p.set_defaults(func=_cache)
+
+
+def _cache(args: argparse.Namespace) -> None:
+    from xweave import cache  # lazy: the other subcommands do not need it
+
+    if args.action == "clear":
+        removed = cache.clear()
+        print(f"removed {removed} entr{'y' if removed == 1 else 'ies'} from {cache.cache_dir()}")
+    else:
+        print(cache.info())

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
+from xweave import cache as compile_cache
 from xweave.context import DUMP_ELIDE_LARGER_THAN, parse_module
 from xweave.errors import XweaveError
 from xweave.frontend.onnx import load_onnx
@@ -84,6 +85,7 @@ def build(
     calibration=None,
     profile: bool = False,
     elide_resources_larger_than: int = DUMP_ELIDE_LARGER_THAN,
+    cache: bool = True,
     **target_options,
 ) -> CompiledModule | HeteroModule:
     """Compile a model for `target` and load it, ready to `run`.
@@ -113,6 +115,8 @@ def build(
     with outputs of at least 28x28 run as Winograd F(4x4, 3x3)).
     `profile=True` makes a profiling build: every kernel call is timed, and
     `module.profile(...)` reports the time per kernel (normal builds pay nothing).
+    `cache=False` compiles even when the compile cache (`xweave.cache`) holds the result,
+    and stores nothing; builds with `dump_ir` never use it.
 
     An accelerator target takes its own options (`calibration` and `target_options`):
     `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
@@ -139,10 +143,16 @@ def build(
                              any_target_records=any_target_records, accelerator=given)
     if accelerator is not None:
         accelerator.check_options(options)
-    module, stage = load_staged_model(module_or_path, input_shapes)
-    compiled = compile_model(module, options, Path(dump_ir) if dump_ir is not None else None,
+    key = compile_cache.key_for(module_or_path, input_shapes, options) \
+        if cache and dump_ir is None and compile_cache.enabled() else None
+
+    def compile_fresh() -> CompiledModule | HeteroModule:
+        module, stage = load_staged_model(module_or_path, input_shapes)
+        return compile_model(module, options, Path(dump_ir) if dump_ir is not None else None,
                              start=start_in(options, stage) if stage != INPUT else None,
                              elide_larger_than=elide_resources_larger_than)
+
+    compiled = compile_cache.cached_build(key, compile_fresh)
     if threads is not None:
         cpu = [s.module for s in compiled.steps if isinstance(s, CpuStep)] \
             if isinstance(compiled, HeteroModule) else [compiled]

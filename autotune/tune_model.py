@@ -250,9 +250,10 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
                     "the model")
             return {}
         log(f"model check: timing {len(best)} tuned kernel(s) inside the model")
+        # Uncached: which kernels took a record (`applied`) is learnt while compiling.
         build_options = {"input_shapes": input_shapes, "threads": threads, "profile": True,
                          "target": target, "fuse": options.fuse, "layout": options.layout,
-                         "winograd": options.winograd}
+                         "winograd": options.winograd, "cache": False}
         default = build(model, **build_options)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)

@@ -1,8 +1,27 @@
 """Pin the target every test compiles for, whatever this host is: a Zen 3 (AVX2, 16
 vector registers, 8-lane vectors), the machine the schedules' expectations were written
 for. Code compiled for it runs on any x86-64 host with AVX2 and FMA. Tests of other
-machine models name their target themselves."""
+machine models name their target themselves.
+
+Every test gets a compile cache of its own, empty (`XWEAVE_CACHE_DIR`), and fixtures
+broader than a test one of the session's: no test writes the user's cache or loads an
+entry another test (or an older build) left behind."""
 
 import os
 
+import pytest
+
 os.environ["XWEAVE_TARGET"] = "llvm -mcpu=znver3"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_compile_cache(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XWEAVE_CACHE_DIR", str(tmp_path_factory.mktemp("compile-cache")))
+        patch.delenv("XWEAVE_CACHE", raising=False)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_compile_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XWEAVE_CACHE_DIR", str(tmp_path_factory.mktemp("compile-cache")))

@@ -1,0 +1,91 @@
+"""The compile cache: `xweave.build` of a model compiled from scratch, then again (a cache
+hit), beside opening an onnxruntime session on the same file, in the same process.
+
+    python bench/compile_cache.py                          # resnet50 and a small CNN
+    python bench/compile_cache.py --models resnet50 --hits 5
+
+One JSON line per model: `{"model", "compile_s", "hit_s" (median of --hits cached
+builds), "ort_session_s" (median of as many session openings), "speedup" (compile_s /
+hit_s), "entry_bytes", "outputs_equal", "cpu", ...}`. The cache is a fresh temporary
+directory (`XWEAVE_CACHE_DIR`), removed afterwards: the user's cache is never touched.
+The goal: a cached build in under a second for ResNet-50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from common import emit, log, machine
+
+SMALL = "small_cnn"
+"""The example model shipped with xweave (`xweave/examples/small_cnn.onnx`)."""
+
+
+def model_file(name: str) -> Path:
+    if name == SMALL:
+        import importlib.resources
+
+        return Path(str(importlib.resources.files("xweave.examples") / "small_cnn.onnx"))
+    from models import model_path
+
+    return model_path(name)
+
+
+def measure(name: str, hits: int) -> dict:
+    import numpy as np
+    import onnxruntime as ort
+
+    import xweave
+    from xweave import cache
+
+    path = model_file(name)
+    start = time.perf_counter()
+    first = xweave.build(path)
+    compile_s = time.perf_counter() - start
+    assert cache.stats.stores >= 1, "the first build was not cached"
+    hit_times, ort_times = [], []
+    hits_before = cache.stats.hits
+    for _ in range(hits):  # alternating: a cached build, then an onnxruntime session
+        start = time.perf_counter()
+        second = xweave.build(path)
+        hit_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        ort_times.append(time.perf_counter() - start)
+    assert cache.stats.hits - hits_before == hits, "a second build was not a cache hit"
+    rng = np.random.default_rng(0)
+    feeds = {s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in first.inputs}
+    equal = all(np.array_equal(a, b) for a, b in zip(first.run(**feeds), second.run(**feeds)))
+    hit_s = statistics.median(hit_times)
+    return {"model": name, "compile_s": round(compile_s, 3), "hit_s": round(hit_s, 3),
+            "ort_session_s": round(statistics.median(ort_times), 3),
+            "speedup": round(compile_s / hit_s, 1),
+            "entry_bytes": sum(st.st_size for _, st in cache.entries()),
+            "outputs_equal": equal, **machine()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default=f"resnet50,{SMALL}",
+                        help=f"comma-separated models of bench/models.py, or {SMALL}")
+    parser.add_argument("--hits", type=int, default=3, help="cached builds timed per model")
+    args = parser.parse_args()
+    for name in args.models.split(","):
+        with tempfile.TemporaryDirectory(prefix="xweave-cache-bench-") as folder:
+            os.environ["XWEAVE_CACHE_DIR"] = folder
+            os.environ.pop("XWEAVE_CACHE", None)
+            record = measure(name, args.hits)
+        emit(record)
+        log(f"{name} on {record.get('cpu')}: compile {record['compile_s']:.2f} s, cached "
+            f"build {record['hit_s']:.3f} s ({record['speedup']}x), onnxruntime session "
+            f"{record['ort_session_s']:.3f} s, entry {record['entry_bytes'] / 2**20:.1f} MiB, "
+            f"outputs equal: {record['outputs_equal']}")
+
+
+if __name__ == "__main__":
+    main()
