@@ -24,7 +24,7 @@ from xweave.records import (
     load_model_checks,
     load_records,
 )
-from xweave.commands import plain_warnings
+from xweave.log import NOTE, cli_logging
 
 BIN = Path(sys.executable).parent
 
@@ -137,7 +137,7 @@ def test_bad_lines_are_skipped_with_one_warning_each(tuned, tmp_path, capsys):
         f"{path}:{n + 4}: skipping a record with a non-finite number (Infinity)",
     ])
     # Read once per task by `xweave tune`: each bad line is still one warning there.
-    with plain_warnings():
+    with cli_logging(NOTE):
         for _ in range(3):
             load_records(path)
     err = capsys.readouterr().err.splitlines()
