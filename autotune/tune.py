@@ -367,6 +367,23 @@ def best_so_far_curves(records: Iterable[dict]) -> dict[str, dict[str, list[floa
     return out
 
 
+def _units(records: list[dict]) -> dict[str, tuple[str, float]]:
+    """Workload -> ("GB/s", GB/s per recorded GFLOP/s) for the workloads whose kernels
+    only move data (their task, rebuilt from the records, says so)."""
+    units = {}
+    for r in records:
+        if r["workload"] in units or not r.get("task"):
+            continue
+        units[r["workload"]] = ("GFLOP/s", 1.0)
+        try:
+            task = task_from_spec(r["task"])
+            if getattr(task, "moves_data", False) and task.flops:
+                units[r["workload"]] = ("GB/s", task.bytes_moved / task.flops)
+        except Exception:  # a template not available here: plotted as recorded
+            continue
+    return units
+
+
 def plot_curves(sources: str | os.PathLike | Iterable[Any], out_png: str | os.PathLike,
                 title: str | None = None) -> dict[str, dict[str, list[float]]]:
     """Plot best-so-far GFLOP/s vs. trials for every tuner (one panel per workload).
@@ -390,18 +407,21 @@ def plot_curves(sources: str | os.PathLike | Iterable[Any], out_png: str | os.Pa
                 r["_source"] = os.path.basename(str(s))
                 records.append(r)
     curves = best_so_far_curves(records)
+    units = _units(records)
     n = max(1, len(curves))
     cols = min(n, 2)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 4.2 * rows), squeeze=False)
     for ax, (workload, by_label) in zip(axes.flat, sorted(curves.items())):
+        unit, scale = units.get(workload, ("GFLOP/s", 1.0))
         for label, values in sorted(by_label.items()):
-            ax.plot(range(1, len(values) + 1), values, label=label, linewidth=1.6)
+            ax.plot(range(1, len(values) + 1), [v * scale for v in values], label=label,
+                    linewidth=1.6)
         # Workload keys are long: wrapped, not clipped at the panel's edge.
         ax.set_title("\n".join(textwrap.wrap(workload, 70)), fontsize=9)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("trials")
-        ax.set_ylabel("best GFLOP/s so far")
+        ax.set_ylabel(f"best {unit} so far")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(curves):]:

@@ -140,9 +140,17 @@ def test_tune_and_tune_plot_outputs_are_unambiguous(transpose, tmp_path, monkeyp
         assert code != 0 and match in stderr, stderr
         assert len(stderr.strip().splitlines()) <= 3 and "Traceback" not in stderr
         assert not (tmp_path / "curves.png").exists() and not (tmp_path / "x.jsonl").exists()
+    from matplotlib.figure import Figure
+
+    figures = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k))[1])
     code, stdout, stderr = cli("tune-plot", records, "-o", tmp_path / "c.png")
     assert code == 0 and (tmp_path / "c.png").stat().st_size > 1000, stderr
     assert stdout == f"wrote {tmp_path / 'c.png'} (1 workload(s))\n"
+    (fig,) = figures  # a kernel that only moves data: its curve in GB/s
+    assert [ax.get_ylabel() for ax in fig.axes if ax.get_visible()] == ["best GB/s so far"]
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # the `plot` extra not installed
     code, _, stderr = cli("tune-plot", records, "-o", tmp_path / "d.png")
     assert code != 0 and "'plot' extra" in stderr and len(stderr.splitlines()) == 1, stderr
