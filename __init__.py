@@ -11,6 +11,7 @@ The public Python API:
   `xweave.te`, compiled into a function called on numpy arrays
 """
 
+import logging
 from importlib.metadata import PackageNotFoundError, version
 
 from xweave.errors import InputError, ModelError, UnsupportedOpsError, XweaveError
@@ -19,6 +20,9 @@ try:
     __version__ = version("xweave")
 except PackageNotFoundError:  # imported from a source tree that was never installed
     __version__ = "0+unknown"
+
+# Silent unless the program configures logging (the CLIs do: `xweave.log.cli_logging`).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 # The functions below import the compiler when first called, by design: `import xweave`
 # stays fast (a tenth of a second, against two for the compiler) for scripts that only

@@ -20,6 +20,7 @@ from xweave.context import all_dialects
 from xweave.dialects.graph.resources import eliding_resources
 from xweave.diagnostics import check_diagnostic, expected_diagnostics, parse_ir
 from xweave.errors import XweaveError
+from xweave.log import cli_logging, level_of
 from xweave.lowering.llvm_codegen import translate_to_llvm_ir
 from xweave.registry import all_passes
 
@@ -135,6 +136,10 @@ class XweaveOptMain(xDSLOptMain):
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
         plain_help = arg_parser.format_help
         arg_parser.format_help = lambda: plain_help() + "\n" + _passes_help()
+        # -v is --verbose here, as in `xweave`; the version stays --version.
+        version = arg_parser._option_string_actions.pop("-v")
+        version.option_strings.remove("-v")
+        _add_verbosity(arg_parser)
         arg_parser.add_argument(
             "--print-pipeline", action="store_true",
             help="print the pipeline -p resolves to, every option of every pass spelled "
@@ -149,6 +154,14 @@ class XweaveOptMain(xDSLOptMain):
             help="import MODULE (a module name or a .py file) first, e.g. one that "
                  "registers an accelerator: its dialect and passes become available; "
                  "may be repeated")
+
+
+def _add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """-v/--verbose (repeatable) and -q/--quiet: what the library logs on stderr."""
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="say more on stderr: -v what each step did, -vv debugging detail")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="only errors on stderr (no summaries, warnings or progress)")
 
 
 def _passes_help() -> str:
@@ -230,7 +243,9 @@ def opt_main(args: list[str] | None = None) -> None:
     """Entry point of `xweave-opt`: parse, run a pass pipeline, print."""
     try:
         args = load_plugins(sys.argv[1:] if args is None else list(args))
-        XweaveOptMain(description="xweave modular optimizer driver", args=args).run()
+        driver = XweaveOptMain(description="xweave modular optimizer driver", args=args)
+        with cli_logging(level_of(driver.args.verbose, driver.args.quiet)):
+            driver.run()
     except (ParseError, DiagnosticException) as e:
         # Both already say where (file:line:col) and what.
         _fail(str(e))
@@ -255,9 +270,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--version", action="version", version=f"xweave {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     commands.register(sub)
+    for command in sub.choices.values():
+        _add_verbosity(command)
     args = parser.parse_args(argv)
     try:
-        args.func(args)
+        with cli_logging(level_of(args.verbose, args.quiet)):
+            args.func(args)
     except XweaveError as e:
         _fail(f"xweave {args.command}: error: {e}", e.exit_code)
     except FileNotFoundError as e:
@@ -268,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"xweave {args.command}: error: {e}", 2)
     except KeyboardInterrupt:
         kept = (f"; the records measured so far are in {args.output} (the same command "
-                "resumes)" if args.command == "tune" and not args.plot else "")
+                "resumes)" if args.command == "tune" else "")
         _fail(f"xweave {args.command}: interrupted{kept}", 130)
 
 

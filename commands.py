@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import sys
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -35,25 +31,6 @@ def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]] | None:
     return shapes
 
 
-@contextlib.contextmanager
-def plain_warnings() -> Iterator[None]:
-    """Show warnings as one `warning: ...` line on stderr (no source line), each text
-    once (a records file is read once per task: a bad line is still one warning)."""
-    original = warnings.showwarning
-    shown: set[str] = set()
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if str(message) not in shown:
-            shown.add(str(message))
-            print(f"warning: {message}", file=file or sys.stderr)
-
-    warnings.showwarning = show
-    try:
-        yield
-    finally:
-        warnings.showwarning = original
-
-
 def _compile(args: argparse.Namespace) -> None:
     if args.print_pipeline:
         print(_pipeline_of(args))
@@ -66,24 +43,22 @@ def _compile(args: argparse.Namespace) -> None:
         from xweave.driver import lower_model
         from xweave.pipeline import dump_header
 
-        with plain_warnings():
-            module = lower_model(args.model, _options_of(args), args.compile_to,
-                                 parse_input_shapes(args.input_shapes))
+        module = lower_model(args.model, _options_of(args), args.compile_to,
+                             parse_input_shapes(args.input_shapes))
         Path(args.output).write_text(dump_header(args.compile_to, None, [])
                                      + print_module(module))
         print(f"wrote {args.output} (stage '{args.compile_to}')")
         return
-    with plain_warnings():
-        module = xweave.build(args.model,
-                              input_shapes=parse_input_shapes(args.input_shapes),
-                              dump_ir=args.dump_ir, fuse=not args.no_fuse,
-                              profile=args.profile,
-                              layout=args.layout == "nchwc",
-                              **_build_options(args),
-                              tuning_records=args.tuning_records,
-                              **({"any_target_records": True} if args.any_target_records else {}),
-                              calibration=args.calibration,
-                              elide_resources_larger_than=args.elide_resources_larger_than)
+    module = xweave.build(args.model,
+                          input_shapes=parse_input_shapes(args.input_shapes),
+                          dump_ir=args.dump_ir, fuse=not args.no_fuse,
+                          profile=args.profile,
+                          layout=args.layout == "nchwc",
+                          **_build_options(args),
+                          tuning_records=args.tuning_records,
+                          **({"any_target_records": True} if args.any_target_records else {}),
+                          calibration=args.calibration,
+                          elide_resources_larger_than=args.elide_resources_larger_than)
     module.export(args.output)
     print(f"wrote {args.output}")
 
@@ -188,8 +163,12 @@ def _check_run_counts(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> None:
     _check_run_counts(args)
     output = _output_path(args.output) if args.output else None
+    timeline = _image_path(args.timeline, "--timeline") if args.timeline else None
     module = _load_for_run(args.module, parse_input_shapes(args.input_shapes), args.profile,
                            _build_options(args))
+    if timeline and not hasattr(module, "accelerator"):
+        raise XweaveError(f"--timeline: {args.module} runs on the CPU only; timelines are of "
+                          "accelerator modules (compiled with e.g. --target vta)")
     if args.profile and hasattr(module, "accelerator"):
         raise XweaveError("--profile: per-kernel profiles are for CPU (target llvm) modules; "
                           "use --print-time for the accelerator's simulated times")
@@ -211,49 +190,90 @@ def _run(args: argparse.Namespace) -> None:
         if args.print_top:
             top = np.argsort(flat)[::-1][: args.print_top]
             print("  top: " + ", ".join(f"{i}: {flat[i]:.5f}" for i in top))
+    if timeline:
+        _plot_timeline(module, timeline)
+        print(f"wrote {timeline}")
     if args.print_time and hasattr(module, "accelerator"):  # a CPU + accelerator module
-        print(f"simulated {module.accelerator} time per offloaded layer:")
+        print(f"simulated {module.accelerator} cycles (and time at its clock) per offloaded "
+              "layer:")
         print(module.profile())
     if args.profile:
         print(f"profile over {args.repeat} runs (median per kernel call):")
         print(module.profile(repeat=args.repeat, **inputs).table())
     if args.print_time:
         times_ms = module.benchmark(inputs, repeat=args.repeat, number=args.number) * 1e3
-        print(f"time (ms) over {args.repeat} runs: mean {times_ms.mean():.3f}  "
+        what = ("host wall time (ms) of the CPU segments and the simulation"
+                if hasattr(module, "accelerator") else "time (ms)")
+        print(f"{what} over {args.repeat} runs: mean {times_ms.mean():.3f}  "
               f"median {np.median(times_ms):.3f}  max {times_ms.max():.3f}  "
               f"min {times_ms.min():.3f}  std {times_ms.std():.3f}")
 
 
-def _tune(args: argparse.Namespace) -> None:
-    from xweave.autotune.tune_model import plot_records, tune_model  # lazy: only `tune` loads the tuner
+def _plot_timeline(module, path: str) -> None:
+    """The load / compute / store timeline of each offloaded layer of the last run."""
+    layers = [(r.name, r.report) for r in module.layer_reports
+              if r.report is not None and hasattr(r.report, "timeline")]
+    if not layers:
+        raise XweaveError(f"--timeline: the {module.accelerator} layers of this module report "
+                          "no timeline")
+    try:  # lazy by design: plots need the optional matplotlib
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise XweaveError("--timeline needs matplotlib, xweave's 'plot' extra: "
+                          "pip install 'xweave[plot]'") from None
+    from xweave.accel.vta.timeline import plot_layer_timelines
 
-    with plain_warnings():
-        if args.plot:
-            if args.model:
-                raise XweaveError("--plot takes records files, not a model "
-                                  f"(got '{args.model}' too)")
-            curves = plot_records(args.plot, args.output)
-            print(f"wrote {args.output} ({len(curves)} workload(s))")
-            return
-        if not args.model:
-            raise XweaveError("a model to tune is required (or --plot RECORDS...)")
-        results = tune_model(args.model, args.output, trials=args.trials, tuner=args.tuner,
-                             early_stopping=args.early_stopping, seed=args.seed,
-                             target=args.target, threads=args.threads,
-                             input_shapes=parse_input_shapes(args.input_shapes),
-                             runner=args.runner, address=args.address,
-                             target_label=args.target_label,
-                             builders=args.builders, timeout=args.timeout,
-                             max_tasks=args.max_tasks, transfer=args.transfer,
-                             fuse=not args.no_fuse, layout=args.layout == "nchwc",
-                             **({} if args.winograd is None else {"winograd": args.winograd}))
+    plot_layer_timelines(layers, path)
+
+
+def _tune(args: argparse.Namespace) -> None:
+    from xweave.autotune.tune_model import tune_model  # lazy: only `tune` loads the tuner
+
+    if Path(args.output).suffix.lower() in IMAGE_SUFFIXES:
+        raise XweaveError(f"-o {args.output}: `xweave tune` writes tuning records (.jsonl); "
+                          "to plot records: xweave tune-plot RECORDS... -o CURVES.png")
+    results = tune_model(args.model, args.output, trials=args.trials, tuner=args.tuner,
+                         early_stopping=args.early_stopping, seed=args.seed,
+                         target=args.target, threads=args.threads,
+                         input_shapes=parse_input_shapes(args.input_shapes),
+                         runner=args.runner, address=args.address,
+                         target_label=args.target_label,
+                         builders=args.builders, timeout=args.timeout,
+                         max_tasks=args.max_tasks, transfer=args.transfer,
+                         fuse=not args.no_fuse, layout=args.layout == "nchwc",
+                         progress=not args.quiet,
+                         **({} if args.winograd is None else {"winograd": args.winograd}))
     print(f"tuned {len(results)} kernel(s); records in {args.output}")
     for r in results:
-        print(f"  {r.workload}: best {r.best_gflops:.2f} GFLOP/s")
+        print(f"  {r.workload}: best {r.best_throughput}")
     same = " ".join(f for f, on in (("--no-fuse", args.no_fuse), ("--layout nchw", args.layout == "nchw"),
                                     ("--no-winograd", args.winograd is False)) if on)
     print(f"compile with: xweave compile {args.model} --tuning-records {args.output} "
           f"{same + ' ' if same else ''}-o MODULE")
+
+
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def _image_path(path: str, option: str = "-o") -> str:
+    """An image file to write (.png, .svg or .pdf, in an existing directory), refused
+    before any work otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in IMAGE_SUFFIXES:
+        raise XweaveError(f"{option} {path}: expected an image file name ending in "
+                          f"{', '.join(IMAGE_SUFFIXES)}")
+    if Path(path).is_dir():
+        raise XweaveError(f"{option} {path}: is a directory")
+    if not Path(path).resolve().parent.is_dir():
+        raise XweaveError(f"{option} {path}: no such directory {Path(path).parent}")
+    return path
+
+
+def _tune_plot(args: argparse.Namespace) -> None:
+    from xweave.autotune.tune_model import plot_records  # lazy: only plots load the tuner
+
+    curves = plot_records(args.records, _image_path(args.output))
+    print(f"wrote {args.output} ({len(curves)} workload(s))")
 
 
 TARGET_HELP = ("what to generate code for: 'llvm' (this CPU), 'llvm -mcpu=NAME "
@@ -278,7 +298,12 @@ def _add_pipeline_options(p: argparse.ArgumentParser, why: str = "") -> None:
 
 def register(sub) -> None:
     """Add the subcommands to an argparse subparsers object."""
-    p = sub.add_parser("compile", help="compile a model into a deployable module")
+    p = sub.add_parser("compile", help="compile a model into a deployable module",
+                       epilog="There is no --threads: the threads of the parallel loops "
+                       "are chosen when the module is loaded or run (`xweave run "
+                       "--threads N`, `xweave.load_module(path, threads=N)`, or "
+                       "$XWEAVE_NUM_THREADS; default: every core). Tuning records are "
+                       "measured with `xweave tune --threads N`: run with the same number.")
     p.add_argument("model", help="ONNX model (.onnx) or IR of any stage (.mlir, e.g. a "
                    "--dump-ir file: compiling continues from its stage)")
     p.add_argument("--target", help=TARGET_HELP)
@@ -316,11 +341,11 @@ def register(sub) -> None:
 
     p = sub.add_parser("tune", help="auto-tune the schedules of a model's kernels",
                        description="Tune every kernel of MODEL and append the measurements "
-                       "to a records file (resumed when it exists); or plot tuning curves "
-                       "with --plot RECORDS... -o curves.png.")
-    p.add_argument("model", nargs="?", help="ONNX model (.onnx) or graph-stage IR (.mlir)")
+                       "to a records file (resumed when it exists). `xweave tune-plot` "
+                       "draws the tuning curves of records files.")
+    p.add_argument("model", help="ONNX model (.onnx) or graph-stage IR (.mlir)")
     p.add_argument("-o", "--output", required=True,
-                   help="records file to append to (.jsonl), or the .png of --plot")
+                   help="tuning-records file to append to (.jsonl)")
     p.add_argument("--target", help=TARGET_HELP)
     p.add_argument("--trials", type=int, default=64, help="measurements per kernel (default: 64)")
     p.add_argument("--tuner", choices=("lgbm", "ga", "random", "grid"), default="lgbm",
@@ -328,7 +353,9 @@ def register(sub) -> None:
     p.add_argument("--early-stopping", type=int, metavar="K",
                    help="stop a kernel after K trials without improvement")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument("--threads", type=int, help="threads of the measured code (default: all cores)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="threads of the measured kernels (default: all cores); compile the "
+                   "records for, and run with, the same number")
     p.add_argument("--runner", choices=("local", "cluster"), default="local",
                    help="where candidates are built and timed (default: local)")
     p.add_argument("--address", help="scheduler address (tcp://HOST:PORT), for --runner cluster")
@@ -343,9 +370,15 @@ def register(sub) -> None:
                    help="warm-start the cost model with the file's records of other kernels")
     p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
     _add_pipeline_options(p, " (tune the kernels a build with the same options compiles)")
-    p.add_argument("--plot", nargs="+", metavar="RECORDS",
-                   help="draw best GFLOP/s vs. trials per tuner from records files into -o")
     p.set_defaults(func=_tune)
+
+    p = sub.add_parser("tune-plot", help="plot tuning curves of records files",
+                       description="Draw the best speed so far against trials, one curve "
+                       "per tuner and records file, one panel per kernel (needs the 'plot' "
+                       "extra: pip install 'xweave[plot]').")
+    p.add_argument("records", nargs="+", help="tuning-records files of `xweave tune`")
+    p.add_argument("-o", "--output", required=True, help="the image to write (.png, .svg or .pdf)")
+    p.set_defaults(func=_tune_plot)
 
     p = sub.add_parser("run", help="run a compiled module (or an ONNX model, compiled first)")
     p.add_argument("module", help="module written by `xweave compile`, or an .onnx/.mlir model")
@@ -361,7 +394,12 @@ def register(sub) -> None:
     p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
                    help=WINOGRAD_HELP + " (when given a model)")
     p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP + " (when given a model)")
-    p.add_argument("--print-time", action="store_true", help="time the run")
+    p.add_argument("--print-time", action="store_true",
+                   help="time the run (an accelerator module: the host's wall time of the "
+                   "simulation, and the simulated cycles and time of each offloaded layer)")
+    p.add_argument("--timeline", metavar="OUT.png",
+                   help="an accelerator module: draw the load / compute / store timeline of "
+                   "each offloaded layer of the run into OUT.png (.svg, .pdf)")
     p.add_argument("--profile", action="store_true",
                    help="time every kernel call over --repeat runs (a model is compiled with "
                    "profiling; a module must come from `xweave compile --profile`)")

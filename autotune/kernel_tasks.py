@@ -188,6 +188,24 @@ class ScheduleTask(KernelTask):
         return self._cache["flops"]
 
     @property
+    def moves_data(self) -> bool:
+        """A kernel without arithmetic (a pack, unpack, transpose, pad): its speed is
+        bytes moved per second, not FLOP/s (`flops` then counts iterations, which only
+        the tuner's ranking uses)."""
+        if "moves_data" not in self._cache:
+            from xweave.autotune.features import analyze  # lazy: see the note above
+
+            self._cache["moves_data"] = not self.is_reduction and \
+                analyze(self.base_kernel).flops == 0
+        return self._cache["moves_data"]
+
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes of every input read once and every output written once."""
+        return sum(math.prod(shape) * np.dtype(dtype).itemsize
+                   for shape, dtype in self.input_specs() + self.output_specs())
+
+    @property
     def is_reduction(self) -> bool:
         return any(s.is_reduction for s in self.info.stages)
 

@@ -21,12 +21,15 @@ from __future__ import annotations
 import math
 import os
 import sys
+import textwrap
 import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from tqdm import tqdm
 
 from xweave.autotune.measure import (
     LocalBuilder,
@@ -72,6 +75,8 @@ class TuneResult:
     timing: dict[str, float] = field(default_factory=dict)
     """Seconds: total, build, measure, tuner, records, other (this call)."""
     stop_reason: str = ""
+    best_throughput: str = ""
+    """`best_gflops` as `throughput` words it (GB/s for a kernel that only moves data)."""
 
     @property
     def seconds_per_trial(self) -> dict[str, float]:
@@ -83,7 +88,7 @@ class TuneResult:
         errors = ", ".join(f"{MeasureErrorNo(k).name}: {v}" for k, v in sorted(self.errors.items())
                            if k) or "none"
         return "\n".join([
-            f"{self.workload} [{self.tuner}]: best {self.best_gflops:.2f} GFLOP/s after "
+            f"{self.workload} [{self.tuner}]: best {self.best_throughput} after "
             f"{self.trials} new trials (+{self.resumed} resumed); stopped: {self.stop_reason}",
             f"  best schedule: {self.best_schedule}",
             f"  errors: {errors}",
@@ -93,51 +98,43 @@ class TuneResult:
         ])
 
 
+def throughput(task: Any, gflops: float) -> str:
+    """`gflops` measured on `task` as a reader wants it: GFLOP/s, or GB/s (bytes read
+    and written per second) for a kernel that only moves data (`task.moves_data`)."""
+    if getattr(task, "moves_data", False) and task.flops:
+        return f"{gflops * task.bytes_moved / task.flops:.2f} GB/s"
+    return f"{gflops:.2f} GFLOP/s"
+
+
+def format_ms(ms: float) -> str:
+    """A time in milliseconds to three significant digits, in µs below 0.1 ms."""
+    if ms < 0.1:
+        return f"{ms * 1e3:.3g} µs"
+    return f"{ms:.0f} ms" if ms >= 1000 else f"{ms:.3g} ms"
+
+
 class _Progress:
-    """A progress bar: tqdm when installed, else one plain status line on stderr."""
+    """tqdm's bar on stderr, fitted to the terminal's width; off when stderr is not a
+    terminal or `enabled` is False."""
 
-    def __init__(self, total: int, label: str, enabled: bool, initial: int = 0):
-        self.enabled = enabled
-        self.total = total
-        self.label = label
-        self.done = initial
-        self._bar = None
-        self._last_print = 0.0
-        if not enabled:
-            return
-        try:
-            from tqdm import tqdm  # type: ignore[import-not-found]  # lazy: optional
-
-            self._bar = tqdm(total=total, initial=initial, desc=label, file=sys.stderr)
-        except ImportError:
-            self._bar = None
+    def __init__(self, total: int, label: str, enabled: bool, task: Any, initial: int = 0):
+        self.task = task
+        self._bar = tqdm(total=total, initial=initial, file=sys.stderr, dynamic_ncols=True,
+                         disable=None if enabled else True,
+                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+                                    "[{elapsed}<{remaining}{postfix}]")
+        # tqdm cuts a line at the terminal's edge: shorten the label, not the counts.
+        room = max(8, (getattr(self._bar, "ncols", None) or 80) - 64)
+        self._bar.set_description_str(label if len(label) <= room else label[:room - 1] + "…",
+                                      refresh=False)
 
     def update(self, n: int, best: float, errors: int) -> None:
-        self.done += n
-        if not self.enabled:
-            return
-        status = f"best {best:.2f} GFLOP/s, errors {errors}"
-        if self._bar is not None:
-            self._bar.set_postfix_str(status, refresh=False)
-            self._bar.update(n)
-            return
-        now = time.monotonic()
-        tty = sys.stderr.isatty()
-        if not tty and now - self._last_print < 2.0 and self.done < self.total:
-            return
-        self._last_print = now
-        line = f"[{self.label}] {self.done}/{self.total} trials | {status}"
-        sys.stderr.write(("\r" + line) if tty else line + "\n")
-        sys.stderr.flush()
+        self._bar.set_postfix_str(f"best {throughput(self.task, best)}, errors {errors}",
+                                  refresh=False)
+        self._bar.update(n)
 
     def close(self) -> None:
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.close()
-        elif sys.stderr.isatty():
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        self._bar.close()
 
 
 def _default_measurers(task: Any, builder, runner):
@@ -258,7 +255,7 @@ def tune(
     if batch_size is None:
         batch_size = 8 if getattr(task, "simulated", False) else \
             max(1, getattr(builder, "n_parallel", 1) or 1)
-    progress_bar = _Progress(trials, label or f"{tuner_name} {key}", progress,
+    progress_bar = _Progress(trials, label or f"{tuner_name} {key}", progress, task,
                              initial=len(prior_points))
     baseline = {tuple(p) for p in initial_points if p is not None}
     first = [tuple(p) for p in dict.fromkeys(tuple(p) for p in initial_points if p is not None)
@@ -339,7 +336,7 @@ def tune(
         best_schedule, best_config = "", {}
     return TuneResult(key, tuner_name, best_point, best, best_schedule, best_config,
                       len(results), len(prior_points), errors, results, curve, timing,
-                      stop_reason)
+                      stop_reason, throughput(task, best))
 
 
 # ----------------------------------------------------------------------------------
@@ -370,6 +367,23 @@ def best_so_far_curves(records: Iterable[dict]) -> dict[str, dict[str, list[floa
     return out
 
 
+def _units(records: list[dict]) -> dict[str, tuple[str, float]]:
+    """Workload -> ("GB/s", GB/s per recorded GFLOP/s) for the workloads whose kernels
+    only move data (their task, rebuilt from the records, says so)."""
+    units = {}
+    for r in records:
+        if r["workload"] in units or not r.get("task"):
+            continue
+        units[r["workload"]] = ("GFLOP/s", 1.0)
+        try:
+            task = task_from_spec(r["task"])
+            if getattr(task, "moves_data", False) and task.flops:
+                units[r["workload"]] = ("GB/s", task.bytes_moved / task.flops)
+        except Exception:  # a template not available here: plotted as recorded
+            continue
+    return units
+
+
 def plot_curves(sources: str | os.PathLike | Iterable[Any], out_png: str | os.PathLike,
                 title: str | None = None) -> dict[str, dict[str, list[float]]]:
     """Plot best-so-far GFLOP/s vs. trials for every tuner (one panel per workload).
@@ -380,6 +394,7 @@ def plot_curves(sources: str | os.PathLike | Iterable[Any], out_png: str | os.Pa
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
@@ -392,16 +407,21 @@ def plot_curves(sources: str | os.PathLike | Iterable[Any], out_png: str | os.Pa
                 r["_source"] = os.path.basename(str(s))
                 records.append(r)
     curves = best_so_far_curves(records)
+    units = _units(records)
     n = max(1, len(curves))
     cols = min(n, 2)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 4.2 * rows), squeeze=False)
     for ax, (workload, by_label) in zip(axes.flat, sorted(curves.items())):
+        unit, scale = units.get(workload, ("GFLOP/s", 1.0))
         for label, values in sorted(by_label.items()):
-            ax.plot(range(1, len(values) + 1), values, label=label, linewidth=1.6)
-        ax.set_title(workload, fontsize=9)
+            ax.plot(range(1, len(values) + 1), [v * scale for v in values], label=label,
+                    linewidth=1.6)
+        # Workload keys are long: wrapped, not clipped at the panel's edge.
+        ax.set_title("\n".join(textwrap.wrap(workload, 70)), fontsize=9)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("trials")
-        ax.set_ylabel("best GFLOP/s so far")
+        ax.set_ylabel(f"best {unit} so far")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(curves):]:

@@ -23,13 +23,14 @@ schedule of a kernel that is not `MIN_GAIN` faster inside the model.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
-import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +39,9 @@ import numpy as np
 from xweave.autotune.kernel_tasks import extract_tasks
 from xweave.autotune.measure import LocalBuilder, LocalRunner
 from xweave.autotune.search import TUNERS
-from xweave.autotune.tune import plot_curves, tune
+from xweave.autotune.tune import format_ms, plot_curves, throughput, tune
 from xweave.errors import XweaveError
+from xweave.log import NOTE
 from xweave.records import (
     MIN_GAIN,
     MODEL_CHECK,
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
 # workers import `xweave.autotune` (this module too) and compile nothing.
 
 RUNNERS = ("local", "cluster")
+
+logger = logging.getLogger(__name__)
 
 
 class TuneError(XweaveError):
@@ -127,7 +131,6 @@ def tune_model(
     max_tasks: int | None = None,
     transfer: bool = False,
     progress: bool = True,
-    log: Callable[[str], None] | None = None,
     fuse: bool = True,
     layout: bool = True,
     winograd: bool = True,
@@ -144,9 +147,10 @@ def tune_model(
     processes (default: every core); `max_tasks` tunes only the first (most
     expensive) tasks. `runner="cluster"` builds and measures on the Dask cluster at
     `address` (`autotune.cluster`), on workers advertising `target_label` (default:
-    this machine's label).
+    this machine's label). `progress`: a progress bar on stderr (when a terminal).
+    What it does is logged to `xweave.autotune.tune_model` (a line per task at INFO,
+    each task's result at `log.NOTE`).
     """
-    log = log or (lambda text: print(text, file=sys.stderr))
     from xweave.pipeline import CompileOptions, offload_target  # lazy: see the note above
 
     target = as_target(target)
@@ -171,10 +175,10 @@ def tune_model(
     if max_tasks is not None:
         tasks = tasks[:max_tasks]
     if not tasks:
-        log("nothing to tune: no kernel of the model has a schedule choice")
+        logger.log(NOTE, "nothing to tune: no kernel of the model has a schedule choice")
         return []
-    log(f"{len(tasks)} task(s) to tune for '{tasks[0].target}', {trials} trials each, "
-        f"tuner {tuner}, records {records_path}")
+    logger.log(NOTE, "%d task(s) to tune for '%s', %d trials each, tuner %s, records %s",
+               len(tasks), tasks[0].target, trials, tuner, records_path)
     saved_threads = os.environ.get(NUM_THREADS_ENV)
     if threads is not None:
         os.environ[NUM_THREADS_ENV] = str(threads)  # read by the runner's loaded code
@@ -182,9 +186,11 @@ def tune_model(
     results = []
     try:
         for i, task in enumerate(tasks, start=1):
-            log(f"task {i}/{len(tasks)}: {task.workload_key} (called {task.weight}x, "
-                f"{task.flops / 1e6:.1f} MFLOP, {task.space.size} points: "
-                + ", ".join(f"{k}[{len(v)}]" for k, v in task.knobs.items()) + ")")
+            work = (f"{task.bytes_moved / 1e6:.3g} MB moved" if task.moves_data
+                    else f"{task.flops / 1e6:.3g} MFLOP")
+            logger.info("task %d/%d: %s (called %dx, %s, %d points: %s)", i, len(tasks),
+                        task.workload_key, task.weight, work, task.space.size,
+                        ", ".join(f"{k}[{len(v)}]" for k, v in task.knobs.items()))
             result = tune(task, tuner=tuner, trials=trials, early_stopping=early_stopping,
                           seed=seed, records_path=records_path, progress=progress,
                           builder=builder, runner=run, transfer=transfer,
@@ -195,15 +201,15 @@ def tune_model(
                                       task_target(task, getattr(run, "target_info", None)))
             failed = sum(v for k, v in result.errors.items() if k)
             kept = default and result.best_gflops < default * (1 + MIN_GAIN)
-            log(f"  best {result.best_gflops:.2f} GFLOP/s"
-                + (f" (default schedule {default:.2f})" if default else "")
+            logger.log(NOTE, "%s", f"{i}/{len(tasks)} {task.workload_key.split('#')[0]}: "
+                f"best {result.best_throughput}"
+                + (f" (default schedule {throughput(task, default)})" if default else "")
                 + (f"; compile keeps the default (less than {MIN_GAIN:.0%} faster)"
                    if kept else "")
                 + f" after {result.trials} new + {result.resumed} resumed trials, "
                   f"{failed} error(s); stopped: {result.stop_reason}")
         if runner == "local" and target.is_cpu:
-            check_in_model(model, records_path, threads, input_shapes, log=log,
-                           options=options)
+            check_in_model(model, records_path, threads, input_shapes, options=options)
     finally:
         builder.close()
         run.close()
@@ -217,8 +223,7 @@ def tune_model(
 
 def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | None = None,
                    input_shapes: dict[str, tuple[int, ...]] | None = None, rounds: int = 5,
-                   repeat: int = 10, log: Callable[[str], None] | None = None,
-                   options: CompileOptions | None = None) -> dict[str, tuple[float, float]]:
+                   repeat: int = 10, options: CompileOptions | None = None) -> dict[str, tuple[float, float]]:
     """Time every tuned kernel inside the model (built with `options`: its target,
     default the default target, and its fuse, layout and winograd choices) against its
     default schedule and append a `model_check` record per tuned workload; returns
@@ -230,7 +235,6 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
 
     options = options or CompileOptions()
     target = str(options.target) if options.target is not None else None
-    log = log or (lambda text: print(text, file=sys.stderr))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         records = load_records(records_path)
@@ -246,16 +250,16 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
                 if not _up_to_date(checked.get(key), record, threads, target)}
         if not todo:  # a resumed run with nothing new: nothing to append
             if best:
-                log(f"model check: the {len(best)} tuned kernel(s) were already timed inside "
-                    "the model")
+                logger.log(NOTE, "model check: the %d tuned kernel(s) were already timed "
+                           "inside the model", len(best))
             return {}
-        log(f"model check: timing {len(best)} tuned kernel(s) inside the model")
+        logger.info("model check: timing %d tuned kernel(s) inside the model", len(best))
         # Uncached: which kernels took a record (`applied`) is learnt while compiling.
         build_options = {"input_shapes": input_shapes, "threads": threads, "profile": True,
                          "target": target, "fuse": options.fuse, "layout": options.layout,
                          "winograd": options.winograd, "cache": False}
         default = build(model, **build_options)
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, _quiet("xweave.schedules"):
             warnings.simplefilter("always", RuntimeWarning)
             tuned = build(model, tuning_records=measured, **build_options)
         lines = {str(i): str(r["_line"]) for i, r in enumerate(records, start=1)}
@@ -290,10 +294,24 @@ def check_in_model(model: Any, records_path: str | os.PathLike, threads: int | N
             faster += tuned_ms * (1 + MIN_GAIN) <= default_ms
     total_default = sum(d for _, d in times.values())
     total_kept = sum(min(t, d) if t * (1 + MIN_GAIN) <= d else d for t, d in times.values())
-    log(f"  {faster} of {len(times)} tuned kernel(s) at least {MIN_GAIN:.0%} faster inside "
-        f"the model (compile keeps the default schedule of the others); their time "
-        f"{total_default:.2f} -> {total_kept:.2f} ms per run")
+    logger.log(NOTE, "model check: %d of %d tuned kernel(s) at least %.0f%% faster inside the "
+               "model (compile keeps the default schedule of the others); their time %s -> "
+               "%s per run", faster, len(times), 100 * MIN_GAIN, format_ms(total_default),
+               format_ms(total_kept))
     return {k: (t, d) for k, (t, d) in times.items()}
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """Logger `name` says only warnings and errors within the block (what a build with
+    a temporary records file reports is not the user's business)."""
+    log = logging.getLogger(name)
+    saved = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        log.setLevel(saved)
 
 
 def _up_to_date(check: dict | None, record: dict, threads: int | None, target) -> bool:
@@ -324,7 +342,8 @@ def plot_records(paths: list[str], out_png: str | os.PathLike) -> dict:
     try:  # lazy by design: plots need the optional matplotlib
         import matplotlib  # noqa: F401
     except ImportError:
-        raise TuneError("--plot needs matplotlib (pip install 'xweave[plot]')") from None
+        raise TuneError("plotting needs matplotlib, xweave's 'plot' extra: "
+                        "pip install 'xweave[plot]'") from None
     return plot_curves(paths, out_png)
 
 

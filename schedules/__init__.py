@@ -11,6 +11,7 @@ The `schedule-kernels` pass applies a schedule to every kernel of a module.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass
 
@@ -23,12 +24,16 @@ from xdsl.utils.exceptions import PassFailedException
 from xweave.context import make_context
 from xweave.dialects import loop
 from xweave.errors import XweaveError
+from xweave.log import NOTE
 from xweave.passes import get_all_passes
 from xweave.schedules.analysis import KernelInfo, analyse
 from xweave.schedules.templates import TEMPLATES, Template
 from xweave.schedules.tuned import tuned_schedules
 from xweave.schedules.winograd import WinogradTransform
+from xweave.schedules.workload import kernel_key
 from xweave.target import target_of
+
+logger = logging.getLogger(__name__)
 
 SPECIFIC: list[Template] = [WinogradTransform()]
 """Templates of particular kernels, tried before the general `TEMPLATES`."""
@@ -112,10 +117,17 @@ class ScheduleKernelsPass(ModulePass):
         if self.tuning_records:
             tuned = tuned_schedules(self.tuning_records, target_of(op), self.any_target)
         skipped = {}
-        for kernel in [f for f in op.ops if loop.is_kernel(f)]:
+        n_tuned = 0
+        kernels = [f for f in op.ops if loop.is_kernel(f)]
+        for kernel in kernels:
             name = kernel.sym_name.data
             try:
                 steps = tuned.steps_for(kernel) if tuned is not None else None
+                if tuned is not None:
+                    n_tuned += steps is not None
+                    logger.info("%s (%s): %s", name, kernel_key(kernel).split("#")[0],
+                                "tuned schedule" if steps is not None else
+                                "default schedule (" + tuned.why_default(kernel) + ")")
                 steps = default_schedule(kernel) if steps is None else steps
             except XweaveError:
                 raise
@@ -126,6 +138,9 @@ class ScheduleKernelsPass(ModulePass):
             applied = apply_steps(op, steps, skip_illegal=True, kernel=name)
             if tuned is not None and tuned.steps_for(kernel) is not None:
                 tuned.report_refused(kernel, steps, applied)
+        if tuned is not None:
+            logger.log(NOTE, "%s: %d of %d kernels tuned",
+                       self.tuning_records, n_tuned, len(kernels))
         if skipped:
             targets = sorted(set(skipped.values()))
             warnings.warn(

@@ -70,6 +70,8 @@ class TunedSchedules:
         best schedule the model check found not enough faster there."""
         self.applied: dict[str, str] = {}
         """Kernel name -> workload key, for the kernels given a tuned schedule."""
+        self.default_fastest: set[str] = set()
+        """The workloads whose default schedule measured fastest of all their records."""
 
     @classmethod
     def load(cls, path: str | os.PathLike, target=None, any_target: bool = False) -> TunedSchedules:
@@ -113,11 +115,14 @@ class TunedSchedules:
                          if r["workload"] not in best}
         defaults = best_per_workload(r for r in here if r.get("baseline"))
         kept = {}
+        default_fastest = set()
         for key, default in defaults.items():
             record = best[key]
             tuned, base = record["result"]["gflops"], default["result"]["gflops"]
             if not record.get("baseline") and tuned < base * (1 + MIN_GAIN):
                 kept[key] = (tuned, base)
+            if record.get("baseline"):
+                default_fastest.add(key)
             if record.get("baseline") or key in kept:
                 del best[key]  # the kernel keeps (today's) default schedule
         # Timed alone, a kernel has its operands in cache; in the model they come from
@@ -130,7 +135,9 @@ class TunedSchedules:
                     and check["tuned_ms"] * (1 + MIN_GAIN) > check["default_ms"]):
                 slower[key] = (check["tuned_ms"], check["default_ms"])
                 del best[key]
-        return cls(best, str(path), kept, slower, other_targets)
+        schedules = cls(best, str(path), kept, slower, other_targets)
+        schedules.default_fastest = default_fastest
+        return schedules
 
     def steps_for(self, kernel: func.FuncOp) -> list[str] | None:
         """The tuned pipeline of `kernel` (one pass spec per step), or None."""
@@ -151,6 +158,23 @@ class TunedSchedules:
             return None
         self.applied[name] = key
         return steps
+
+    def why_default(self, kernel: func.FuncOp) -> str:
+        """Why `kernel` has no tuned schedule, in a few words."""
+        key = kernel_key(kernel)
+        if key in self.default_fastest:
+            return "the default schedule measured fastest"
+        if key in self.kept_default:
+            tuned, base = self.kept_default[key]
+            return (f"its best tuned schedule is {tuned / base - 1:+.1%} against the default "
+                    f"(less than {MIN_GAIN:.0%} faster)" if base else "not faster")
+        if key in self.slower_in_model:
+            tuned, base = self.slower_in_model[key]
+            return (f"its tuned schedule was {base / tuned - 1:+.1%} faster inside the model "
+                    f"(less than {MIN_GAIN:.0%})" if tuned else "not faster in the model")
+        if key in self.other_targets:
+            return f"its records are for {self.other_targets[key]!r}"
+        return "no record"
 
     def report_refused(self, kernel: func.FuncOp, steps: list[str], applied: list[str]) -> None:
         """Warn (one line naming the workload) when steps of a kernel's tuned schedule

@@ -3,6 +3,7 @@ checking a point, and applying the best records when compiling."""
 
 import itertools
 import json
+import logging
 import pickle
 import random
 import warnings
@@ -305,7 +306,7 @@ def test_the_model_check_has_the_last_word(model, tmp_path, tuned_ms, applied):
     assert task.workload_key in TunedSchedules.load(path).best
 
 
-def test_check_in_model_times_the_tuned_kernels_inside_the_model(model, tmp_path):
+def test_check_in_model_times_the_tuned_kernels_inside_the_model(model, tmp_path, caplog):
     from xweave.records import load_model_checks
     from xweave.autotune.tune_model import check_in_model
 
@@ -314,8 +315,8 @@ def test_check_in_model_times_the_tuned_kernels_inside_the_model(model, tmp_path
     tuned = _record(task, _other_point(task), 20.0)
     path = tmp_path / "records.jsonl"
     path.write_text(json.dumps(default) + "\n" + json.dumps(tuned) + "\n")
-    lines = []
-    times = check_in_model(model, path, threads=1, rounds=2, repeat=3, log=lines.append)
+    caplog.set_level(logging.INFO, logger="xweave")
+    times = check_in_model(model, path, threads=1, rounds=2, repeat=3)
     tuned_ms, default_ms = times[task.workload_key]
     assert tuned_ms > 0 and default_ms > 0
     check = load_model_checks(path)[task.workload_key]
@@ -323,15 +324,16 @@ def test_check_in_model_times_the_tuned_kernels_inside_the_model(model, tmp_path
     assert check["schedule"] == tuned["schedule"]
     faster = tuned_ms * 1.03 <= default_ms
     assert (task.workload_key in TunedSchedules.load(path).best) == faster
-    assert "inside the model" in lines[-1]
+    assert "inside the model" in caplog.messages[-1]
+    # Its build with the temporary records file reports nothing about that file.
+    assert not any("kernels tuned" in m for m in caplog.messages)
     # The measurements are untouched. Checking again with nothing new appends nothing
     # (a resumed run); with another thread count the same candidates are timed again.
     assert len(load_records(path)) == 2
     before = path.read_text()
-    assert check_in_model(model, path, threads=1, rounds=1, repeat=1, log=lines.append) == {}
-    assert path.read_text() == before and "already timed inside the model" in lines[-1]
-    assert task.workload_key in check_in_model(model, path, threads=2, rounds=1, repeat=1,
-                                               log=lines.append)
+    assert check_in_model(model, path, threads=1, rounds=1, repeat=1) == {}
+    assert path.read_text() == before and "already timed inside the model" in caplog.messages[-1]
+    assert task.workload_key in check_in_model(model, path, threads=2, rounds=1, repeat=1)
 
 
 def test_unusable_records_files_are_clear_errors(model, tmp_path):

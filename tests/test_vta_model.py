@@ -151,9 +151,29 @@ def test_cli_compile_then_run_prints_simulated_time(cnn_files, tmp_path):
         "int8_conv2d_0", "int8_conv2d_1", "int8_dense_0", "total"]
     cycles = [int(line.split()[1]) for line in layers]
     assert all(c > 0 for c in cycles) and cycles[-1] == sum(cycles[:-1])
-    assert any(line.startswith("time (ms)") for line in lines)
+    # The host's wall time of the simulation, told apart from the simulated time.
+    assert any(line.startswith("host wall time (ms) of the CPU segments and the simulation")
+               for line in lines)
+    assert any(line.startswith("simulated vta cycles") for line in lines)
     with np.load(tmp_path / "out.npz") as out:
         assert out["logits"].shape == (1, 10)
+
+
+def test_cli_run_draws_the_accelerator_timeline(cnn_files, tmp_path):
+    model_path, module_path, _ = cnn_files
+    png = tmp_path / "timeline.png"
+    code, out, err = xweave_cli("run", module_path, "--timeline", png)
+    assert code == 0, err
+    assert f"wrote {png}" in out and png.stat().st_size > 5000
+    # A CPU-only module, or a file name that is no image: one line, nothing written.
+    cpu = tmp_path / "cpu.so"
+    assert xweave_cli("compile", model_path, "-o", cpu)[0] == 0
+    for args, match in (((cpu, "--timeline", tmp_path / "t.png"), "runs on the CPU only"),
+                        ((module_path, "--timeline", tmp_path / "t.npz"),
+                         "expected an image file")):
+        code, out, err = xweave_cli("run", *args)
+        assert code != 0 and match in err and len(err.splitlines()) == 1, err
+        assert not (tmp_path / "t.png").exists() and not (tmp_path / "t.npz").exists()
 
 
 def test_cnn_agrees_with_onnxruntime(cnn_files, cnn_module):
