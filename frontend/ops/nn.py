@@ -92,6 +92,7 @@ def _check_conv_rank(check: NodeCheck) -> str | None:
 
 @onnx_op("Conv", check=_check_conv_rank)
 def convert_conv(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.conv2d (1-D convolutions on [N, C, 1, L] data)."""
     x, w = node.input[0], node.input[1]
     _check_conv(imp, x, w, attrs)
     one_d = len(imp.shape(w)) == 3
@@ -116,6 +117,7 @@ def convert_conv(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
 
 @onnx_op("ConvTranspose", check=_check_conv_rank)
 def convert_conv_transpose(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.conv_transpose2d; output_shape and SAME auto_pad become explicit pads."""
     x, w = node.input[0], node.input[1]
     _check_conv(imp, x, w, attrs)
     one_d = len(imp.shape(w)) == 3
@@ -193,11 +195,13 @@ def _check_pool(check: NodeCheck) -> str | None:
 
 @onnx_op("MaxPool", check=_check_pool)
 def convert_max_pool(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.max_pool2d (1-D pools on [N, C, 1, L] data)."""
     return _pool(imp, node, attrs, graph.MaxPool2dOp)
 
 
 @onnx_op("AveragePool", check=_check_pool)
 def convert_average_pool(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.avg_pool2d, with or without the padding counted."""
     include_pad = bool(attrs.get("count_include_pad", 0))
     return _pool(imp, node, attrs, lambda x, k, s, p, _d, c: graph.AvgPool2dOp(
         x, k, s, p, c, include_pad))
@@ -213,11 +217,13 @@ def _global_pool(imp: Importer, node: onnx.NodeProto, cls, kind: str) -> SSAValu
 
 @onnx_op("GlobalAveragePool")
 def convert_global_average_pool(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.global_avg_pool2d on 4-D data, a mean over the spatial axes otherwise."""
     return _global_pool(imp, node, graph.GlobalAvgPool2dOp, "mean")
 
 
 @onnx_op("GlobalMaxPool")
 def convert_global_max_pool(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.global_max_pool2d on 4-D data, a max over the spatial axes otherwise."""
     return _global_pool(imp, node, graph.GlobalMaxPool2dOp, "max")
 
 
@@ -233,6 +239,7 @@ def _check_batch_normalization(check: NodeCheck) -> str | None:
 
 @onnx_op("BatchNormalization", check=_check_batch_normalization)
 def convert_batch_normalization(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.batch_norm with the running statistics (inference)."""
     x, scale, bias, mean, var = (imp.data(node, n) for n in node.input[:5])
     return imp.emit(graph.BatchNormOp(x, scale, bias, mean, var, attrs.get("epsilon", 1e-5)))
 
@@ -260,6 +267,7 @@ def _check_layer_normalization(check: NodeCheck) -> str | None:
 
 @onnx_op("LayerNormalization", check=_check_layer_normalization)
 def convert_layer_normalization(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.layer_norm from `axis` on, with optional bias."""
     x = imp.data(node, node.input[0])
     rank = len(imp.shape_of_value(x))
     (axis,) = normalize_axes([attrs.get("axis", -1)], rank, node)
@@ -300,6 +308,7 @@ def _check_lrn(check: NodeCheck) -> str | None:
 
 @onnx_op("LRN", check=_check_lrn)
 def convert_lrn(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.lrn across channels."""
     return imp.emit(graph.LrnOp(imp.data(node, node.input[0]), attrs["size"],
                                  attrs.get("alpha", 1e-4), attrs.get("beta", 0.75),
                                  attrs.get("bias", 1.0)))
@@ -319,9 +328,11 @@ def _softmax(imp: Importer, node: onnx.NodeProto, attrs: dict, cls) -> SSAValue:
 
 @onnx_op("Softmax")
 def convert_softmax(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.softmax (opset < 13: over the input coerced to 2-D at `axis`)."""
     return _softmax(imp, node, attrs, graph.SoftmaxOp)
 
 
 @onnx_op("LogSoftmax")
 def convert_log_softmax(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.log_softmax (opset < 13: over the input coerced to 2-D at `axis`)."""
     return _softmax(imp, node, attrs, graph.LogSoftmaxOp)

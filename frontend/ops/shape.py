@@ -23,6 +23,7 @@ from xweave.frontend.registry import NodeCheck, onnx_op
 
 @onnx_op("Flatten")
 def convert_flatten(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """A reshape to 2-D at `axis`."""
     shape = imp.shape(node.input[0])
     axis = attrs.get("axis", 1)
     axis = axis + len(shape) if axis < 0 else axis
@@ -31,6 +32,7 @@ def convert_flatten(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValu
 
 @onnx_op("Reshape", shape_inputs=(1,))
 def convert_reshape(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """A reshape to a constant shape (0 copies a dimension, -1 is inferred)."""
     shape = imp.shape(node.input[0])
     if imp.opset < 5:
         spec = [int(d) for d in attrs["shape"]]
@@ -50,6 +52,7 @@ def convert_reshape(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValu
 
 @onnx_op("Squeeze", shape_inputs=(1,))
 def convert_squeeze(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """A reshape dropping the given unit axes (all unit axes if none)."""
     shape = imp.shape(node.input[0])
     axes = imp.axes(node, attrs, 13)
     if axes is None:
@@ -60,6 +63,7 @@ def convert_squeeze(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValu
 
 @onnx_op("Unsqueeze", shape_inputs=(1,))
 def convert_unsqueeze(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """A reshape inserting unit axes."""
     shape = list(imp.shape(node.input[0]))
     axes = imp.axes(node, attrs, 13) or []
     for a in sorted(normalize_axes(axes, len(shape) + len(axes), node)):
@@ -69,6 +73,7 @@ def convert_unsqueeze(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAVa
 
 @onnx_op("Transpose")
 def convert_transpose(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.transpose (reversed axes by default; none for the identity)."""
     rank = len(imp.shape(node.input[0]))
     perm = list(attrs.get("perm", range(rank - 1, -1, -1)))
     if perm == list(range(rank)):
@@ -78,6 +83,7 @@ def convert_transpose(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAVa
 
 @onnx_op("Concat")
 def convert_concat(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.concat of the non-empty inputs."""
     names = [n for n in node.input if n]
     rank = len(imp.shape(names[0]))
     (axis,) = normalize_axes([attrs.get("axis", 1 if imp.opset < 4 else 0)], rank, node)
@@ -103,6 +109,7 @@ def _slice(imp: Importer, value: SSAValue, ranges: Sequence[range]) -> SSAValue:
 
 @onnx_op("Slice", shape_inputs=(1, 2, 3, 4))
 def convert_slice(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.slice by constant starts, ends, axes and steps (attributes before opset 10)."""
     shape = imp.shape(node.input[0])
     if imp.opset < 10:
         starts, ends = attrs["starts"], attrs["ends"]
@@ -123,6 +130,7 @@ def convert_slice(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
 
 @onnx_op("Split", shape_inputs=(1,))
 def convert_split(imp: Importer, node: onnx.NodeProto, attrs: dict) -> list[SSAValue]:
+    """One slice per output, by constant sizes or in equal parts."""
     shape = imp.shape(node.input[0])
     (axis,) = normalize_axes([attrs.get("axis", 0)], len(shape), node)
     outputs = len(node.output)
@@ -149,6 +157,7 @@ def convert_split(imp: Importer, node: onnx.NodeProto, attrs: dict) -> list[SSAV
 
 @onnx_op("Gather")
 def convert_gather(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """A slice for constant evenly spaced indices along one axis, graph.gather otherwise."""
     data, indices = node.input[0], node.input[1]
     shape = imp.shape(data)
     (axis,) = normalize_axes([attrs.get("axis", 0)], len(shape), node)
@@ -178,6 +187,7 @@ def _check_pad(check: NodeCheck) -> str | None:
 @onnx_op("Pad", check=_check_pad, shape_inputs=(1, 3), constant_inputs=(2,),
          constant_reason="a non-constant pad value")
 def convert_pad(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.pad by constant pads (negative pads crop)."""
     x = node.input[0]
     shape = imp.shape(x)
     rank = len(shape)
@@ -210,6 +220,7 @@ def convert_pad(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
 
 @onnx_op("Tile", shape_inputs=(1,))
 def convert_tile(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.tile by constant repeats."""
     repeats = [int(r) for r in imp.const_array(node, node.input[1]).reshape(-1)]
     x = imp.value(node.input[0])
     if all(r == 1 for r in repeats):
@@ -219,6 +230,7 @@ def convert_tile(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
 
 @onnx_op("Expand", shape_inputs=(1,))
 def convert_expand(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """graph.broadcast_to a constant shape."""
     target = [int(d) for d in imp.const_array(node, node.input[1]).reshape(-1)]
     shape = broadcast_shape(imp.shape(node.input[0]), target)
     if shape is None:
@@ -232,6 +244,7 @@ def convert_expand(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue
 
 @onnx_op("DepthToSpace")
 def convert_depth_to_space(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """Reshape, transpose, reshape (DCR or CRD order)."""
     n, c, h, w = imp.shape(node.input[0])
     b = attrs["blocksize"]
     x = imp.value(node.input[0])
@@ -246,6 +259,7 @@ def convert_depth_to_space(imp: Importer, node: onnx.NodeProto, attrs: dict) -> 
 
 @onnx_op("SpaceToDepth")
 def convert_space_to_depth(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
+    """Reshape, transpose, reshape."""
     n, c, h, w = imp.shape(node.input[0])
     b = attrs["blocksize"]
     x = imp.reshape(imp.value(node.input[0]), (n, c, h // b, b, w // b, b))
