@@ -52,3 +52,4 @@ def convert_reduce(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue
     peak = reduce(x, "max", True)
     total = reduce(imp.emit(graph.ExpOp(imp.emit(graph.SubOp(x, peak)))), "sum")
     peak = imp.reshape(peak, imp.shape_of_value(total))
+    return imp.emit(graph.AddOp(imp.emit(graph.LogOp(total)), peak))
