@@ -180,14 +180,16 @@ def _frozen(case) -> tuple[onnx.ModelProto, list]:
     and its value inputs read at import time (Clip bounds, Pad value, Dropout ratio)
     made initializers: xweave compiles static shapes, where ONNX's node tests feed
     these at run time."""
-    from xweave.frontend.onnx import _VALUE_INPUTS
+    from xweave.frontend.onnx import SUPPORTED_OPS
+    from xweave.frontend.registry import OPS
 
     model = onnx.ModelProto()
     model.CopyFrom(case.model)
     graph = model.graph
     (inputs, outputs), = case.data_sets
     node = graph.node[0]
-    value_inputs = {node.input[i] for i in _VALUE_INPUTS.get(node.op_type, ((), ""))[0]
+    constant_inputs = OPS[node.op_type].constant_inputs if node.op_type in SUPPORTED_OPS else ()
+    value_inputs = {node.input[i] for i in constant_inputs
                     if i < len(node.input)} if len(graph.node) == 1 else set()
     kept, feeds = [], []
     for info, value in zip(list(graph.input), inputs):
