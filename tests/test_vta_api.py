@@ -113,7 +113,7 @@ def test_tensorize_rejects_a_different_computation():
     _, _, top = _mv_kernel()
     # Shrink the reduction loop: no longer the declared 4-wide dot product.
     inner = top.body.block.first_op.body.block.first_op
-    inner.properties["ub"] = loop._i64(3)
+    inner.properties["ub"] = loop.i64_attr(3)
     with pytest.raises(TensorizeError, match="axis 'k' needs 0 to 4"):
         tensorize_loop(top, acc.intrinsic("mv"))
 
