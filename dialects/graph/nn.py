@@ -45,18 +45,59 @@ class _WeightedOp(GraphOperation, abc.ABC):
         "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
     )
 
+    def _build(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
+               result_type: Attribute, properties: dict[str, Attribute] | None = None) -> None:
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]],
+            result_types=[result_type],
+            properties=properties or {},
+        )
 
-@irdl_op_definition
-class Conv2dOp(_WeightedOp):
-    """2-D convolution, NCHW data, OIHW weights, optional bias [O], grouped and dilated."""
+    def _expect_bias(self, shape: tuple[int, ...]) -> None:
+        if self.bias is not None and _shape(self.bias) != shape:
+            raise self._fail(
+                f"expected bias shape [{', '.join(map(str, shape))}] but got {list(_shape(self.bias))}"
+            )
 
-    name = "graph.conv2d"
-    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
+
+class _WindowOp(_WeightedOp, abc.ABC):
+    """A weighted op sliding a window over the image: strides, pads, dilations, groups."""
 
     strides = prop_def(DenseArrayBase.constr(i64))
     pads = prop_def(DenseArrayBase.constr(i64))
     dilations = prop_def(DenseArrayBase.constr(i64))
     groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+    @staticmethod
+    def _window_properties(strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
+                           groups: int, **extra: Attribute) -> dict[str, Attribute]:
+        """The properties in printing order: the window, then `extra`, then groups."""
+        return {
+            "strides": _i64_array(strides),
+            "pads": _i64_array(pads),
+            "dilations": _i64_array(dilations),
+            **extra,
+            "groups": IntegerAttr(groups, i64),
+        }
+
+    def _verify_window(self, input_rank: int, weight_rank: int):
+        """Check the ranks and the window properties; returns (strides, pads, dilations, groups)."""
+        self._expect_rank("input", self.input, input_rank)
+        self._expect_rank("weight", self.weight, weight_rank)
+        strides, pads = self.strides.get_values(), self.pads.get_values()
+        dilations, groups = self.dilations.get_values(), self.groups.value.data
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        return strides, pads, dilations, groups
+
+
+@irdl_op_definition
+class Conv2dOp(_WindowOp):
+    """2-D convolution, NCHW data, OIHW weights, optional bias [O], grouped and dilated."""
+
+    name = "graph.conv2d"
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
     def __init__(
         self,
@@ -73,25 +114,11 @@ class Conv2dOp(_WeightedOp):
         if result_type is None:
             shape = conv2d_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
             result_type = _tensor(input.type.element_type, shape)  # pyright: ignore
-        super().__init__(
-            operands=[input, weight, [] if bias is None else [bias]],
-            result_types=[result_type],
-            properties={
-                "strides": _i64_array(strides),
-                "pads": _i64_array(pads),
-                "dilations": _i64_array(dilations),
-                "groups": IntegerAttr(groups, i64),
-            },
-        )
+        self._build(input, weight, bias, result_type,
+                    self._window_properties(strides, pads, dilations, groups))
 
     def verify_shapes(self) -> None:
-        self._expect_rank("input", self.input, 4)
-        self._expect_rank("weight", self.weight, 4)
-        strides, pads = self.strides.get_values(), self.pads.get_values()
-        dilations, groups = self.dilations.get_values(), self.groups.value.data
-        self._expect_len("strides", strides, 2, 1)
-        self._expect_len("pads", pads, 4, 0)
-        self._expect_len("dilations", dilations, 2, 1)
+        strides, pads, dilations, groups = self._verify_window(4, 4)
         if groups < 1:
             raise self._fail(f"expected groups >= 1 but got {groups}")
         (_, channels, _, _), (out_channels, group_channels, _, _) = (
@@ -105,8 +132,7 @@ class Conv2dOp(_WeightedOp):
             )
         if out_channels % groups:
             raise self._fail(f"{out_channels} output channels are not divisible by {groups} groups")
-        if self.bias is not None and _shape(self.bias) != (out_channels,):
-            raise self._fail(f"expected bias shape [{out_channels}] but got {list(_shape(self.bias))}")
+        self._expect_bias((out_channels,))
         expected = conv2d_output_shape(_shape(self.input), _shape(self.weight), strides, pads, dilations)
         if min(expected) < 1:
             raise self._fail(f"kernel does not fit: output shape would be {list(expected)}")
@@ -114,7 +140,7 @@ class Conv2dOp(_WeightedOp):
 
 
 @irdl_op_definition
-class Conv2dNchwcOp(_WeightedOp):
+class Conv2dNchwcOp(_WindowOp):
     """2-D convolution on channel-blocked data (made by `graph-alter-layout`).
 
     data [N][C/ci][H][W][ci] (layout NCHW<ci>c), weight [O/co][C/ci][KH][KW][ci][co]
@@ -125,11 +151,6 @@ class Conv2dNchwcOp(_WeightedOp):
 
     name = "graph.conv2d_nchwc"
     pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
-
-    strides = prop_def(DenseArrayBase.constr(i64))
-    pads = prop_def(DenseArrayBase.constr(i64))
-    dilations = prop_def(DenseArrayBase.constr(i64))
-    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
 
     def __init__(
         self,
@@ -143,25 +164,11 @@ class Conv2dNchwcOp(_WeightedOp):
         groups: int = 1,
     ):
         shape = conv2d_nchwc_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
-        super().__init__(
-            operands=[input, weight, [] if bias is None else [bias]],
-            result_types=[_tensor(_element(input), shape)],
-            properties={
-                "strides": _i64_array(strides),
-                "pads": _i64_array(pads),
-                "dilations": _i64_array(dilations),
-                "groups": IntegerAttr(groups, i64),
-            },
-        )
+        self._build(input, weight, bias, _tensor(_element(input), shape),
+                    self._window_properties(strides, pads, dilations, groups))
 
     def verify_shapes(self) -> None:
-        self._expect_rank("input", self.input, 5)
-        self._expect_rank("weight", self.weight, 6)
-        strides, pads = self.strides.get_values(), self.pads.get_values()
-        dilations, groups = self.dilations.get_values(), self.groups.value.data
-        self._expect_len("strides", strides, 2, 1)
-        self._expect_len("pads", pads, 4, 0)
-        self._expect_len("dilations", dilations, 2, 1)
+        strides, pads, dilations, groups = self._verify_window(5, 6)
         (_, cb, _, _, ci), (ob, wcb, _, _, wci, co) = _shape(self.input), _shape(self.weight)
         channels = cb * ci
         if groups == 1:
@@ -177,8 +184,7 @@ class Conv2dNchwcOp(_WeightedOp):
                 )
         else:
             raise self._fail(f"expected groups 1 or {channels} (depthwise) but got {groups}")
-        if self.bias is not None and _shape(self.bias) != (ob, co):
-            raise self._fail(f"expected bias shape [{ob}, {co}] but got {list(_shape(self.bias))}")
+        self._expect_bias((ob, co))
         expected = conv2d_nchwc_output_shape(
             _shape(self.input), _shape(self.weight), strides, pads, dilations
         )
@@ -205,9 +211,7 @@ class DenseOp(_WeightedOp):
         if result_type is None:
             shape = (_shape(input)[0], _shape(weight)[0])
             result_type = _tensor(input.type.element_type, shape)  # pyright: ignore
-        super().__init__(
-            operands=[input, weight, [] if bias is None else [bias]], result_types=[result_type]
-        )
+        self._build(input, weight, bias, result_type)
 
     def verify_shapes(self) -> None:
         self._expect_rank("input", self.input, 2)
@@ -215,8 +219,7 @@ class DenseOp(_WeightedOp):
         (m, k), (n, wk) = _shape(self.input), _shape(self.weight)
         if k != wk:
             raise self._fail(f"input has K = {k} but weight has K = {wk}")
-        if self.bias is not None and _shape(self.bias) != (n,):
-            raise self._fail(f"expected bias shape [{n}] but got {list(_shape(self.bias))}")
+        self._expect_bias((n,))
         self._expect_result_shape((m, n))
 
 
@@ -253,17 +256,13 @@ class MatmulOp(GraphOperation):
 
 
 @irdl_op_definition
-class ConvTranspose2dOp(_WeightedOp):
+class ConvTranspose2dOp(_WindowOp):
     """2-D transposed convolution, NCHW data, weights [C, O/groups, KH, KW], bias [O]."""
 
     name = "graph.conv_transpose2d"
     pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
-    strides = prop_def(DenseArrayBase.constr(i64))
-    pads = prop_def(DenseArrayBase.constr(i64))
-    dilations = prop_def(DenseArrayBase.constr(i64))
     output_padding = prop_def(DenseArrayBase.constr(i64))
-    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
 
     def __init__(
         self,
@@ -280,27 +279,14 @@ class ConvTranspose2dOp(_WeightedOp):
         shape = conv_transpose2d_output_shape(
             _shape(input), _shape(weight), strides, pads, dilations, output_padding, groups
         )
-        super().__init__(
-            operands=[input, weight, [] if bias is None else [bias]],
-            result_types=[_tensor(_element(input), shape)],
-            properties={
-                "strides": _i64_array(strides),
-                "pads": _i64_array(pads),
-                "dilations": _i64_array(dilations),
-                "output_padding": _i64_array(output_padding),
-                "groups": IntegerAttr(groups, i64),
-            },
+        properties = self._window_properties(
+            strides, pads, dilations, groups, output_padding=_i64_array(output_padding)
         )
+        self._build(input, weight, bias, _tensor(_element(input), shape), properties)
 
     def verify_shapes(self) -> None:
-        self._expect_rank("input", self.input, 4)
-        self._expect_rank("weight", self.weight, 4)
-        strides, pads = self.strides.get_values(), self.pads.get_values()
-        dilations, output_padding = self.dilations.get_values(), self.output_padding.get_values()
-        groups = self.groups.value.data
-        self._expect_len("strides", strides, 2, 1)
-        self._expect_len("pads", pads, 4, 0)
-        self._expect_len("dilations", dilations, 2, 1)
+        strides, pads, dilations, groups = self._verify_window(4, 4)
+        output_padding = self.output_padding.get_values()
         self._expect_len("output_padding", output_padding, 2, 0)
         if groups < 1:
             raise self._fail(f"expected groups >= 1 but got {groups}")
@@ -310,8 +296,7 @@ class ConvTranspose2dOp(_WeightedOp):
         if channels % groups:
             raise self._fail(f"{channels} input channels are not divisible by {groups} groups")
         out_channels = _shape(self.weight)[1] * groups
-        if self.bias is not None and _shape(self.bias) != (out_channels,):
-            raise self._fail(f"expected bias shape [{out_channels}] but got {list(_shape(self.bias))}")
+        self._expect_bias((out_channels,))
         expected = conv_transpose2d_output_shape(
             _shape(self.input), _shape(self.weight), strides, pads, dilations, output_padding,
             groups,
