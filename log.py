@@ -83,20 +83,22 @@ def cli_logging(level: int) -> Iterator[None]:
     handler.setFormatter(_PlainFormatter())
     handler.addFilter(_OncePerText())
     loggers = [logging.getLogger("xweave"), logging.getLogger("py.warnings")]
-    saved = [(lg.level, lg.propagate) for lg in loggers]
+    saved = [(lg.level, lg.propagate, lg.disabled) for lg in loggers]
     for lg in loggers:
         lg.addHandler(handler)
         lg.setLevel(level)
         lg.propagate = False
+        lg.disabled = False  # a library's logging.config call may have disabled them
     logging.captureWarnings(True)
     try:
         yield
     finally:
         logging.captureWarnings(False)
-        for lg, (lvl, propagate) in zip(loggers, saved):
+        for lg, (lvl, propagate, disabled) in zip(loggers, saved):
             lg.removeHandler(handler)
             lg.setLevel(lvl)
             lg.propagate = propagate
+            lg.disabled = disabled
 
 
 __all__ = ["NOTE", "cli_logging", "level_of"]
