@@ -90,17 +90,21 @@ def _check_conv_rank(check: NodeCheck) -> str | None:
     return None
 
 
+def _conv_operands(imp: Importer, node: onnx.NodeProto, attrs: dict
+                   ) -> tuple[bool, dict, SSAValue, SSAValue]:
+    """A (transposed) convolution's checked data and weight values, 1-D ones as 2-D
+    [N, C, 1, L] (with their attributes lifted): (is 1-D, attributes, data, weight)."""
+    x, w = node.input[0], node.input[1]
+    _check_conv(imp, x, w, attrs)
+    if len(imp.shape(w)) == 3:
+        return True, _lift_1d(attrs), _as_2d(imp, x), _as_2d(imp, w)
+    return False, attrs, imp.data(node, x), imp.data(node, w)
+
+
 @onnx_op("Conv", check=_check_conv_rank)
 def convert_conv(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
     """graph.conv2d (1-D convolutions on [N, C, 1, L] data)."""
-    x, w = node.input[0], node.input[1]
-    _check_conv(imp, x, w, attrs)
-    one_d = len(imp.shape(w)) == 3
-    if one_d:
-        attrs = _lift_1d(attrs)
-        xv, wv = _as_2d(imp, x), _as_2d(imp, w)
-    else:
-        xv, wv = imp.data(node, x), imp.data(node, w)
+    one_d, attrs, xv, wv = _conv_operands(imp, node, attrs)
     kernel = imp.shape_of_value(wv)[2:]
     strides, pads, dilations = _window_attrs(attrs, imp.shape_of_value(xv)[2:], kernel)
     w_shape = imp.shape_of_value(wv)
@@ -118,14 +122,7 @@ def convert_conv(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
 @onnx_op("ConvTranspose", check=_check_conv_rank)
 def convert_conv_transpose(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
     """graph.conv_transpose2d; output_shape and SAME auto_pad become explicit pads."""
-    x, w = node.input[0], node.input[1]
-    _check_conv(imp, x, w, attrs)
-    one_d = len(imp.shape(w)) == 3
-    if one_d:
-        attrs = _lift_1d(attrs)
-        xv, wv = _as_2d(imp, x), _as_2d(imp, w)
-    else:
-        xv, wv = imp.data(node, x), imp.data(node, w)
+    one_d, attrs, xv, wv = _conv_operands(imp, node, attrs)
     sizes = imp.shape_of_value(xv)[2:]
     kernel = imp.shape_of_value(wv)[2:]
     strides = list(attrs.get("strides", [1, 1]))
