@@ -83,7 +83,8 @@ def _options_of(args: argparse.Namespace):
     from xweave.target import as_target
 
     options = _build_options(args)
-    options.pop("threads", None)
+    for runtime_only in ("threads", "cache"):  # how a build runs or is stored, not what it lowers
+        options.pop(runtime_only, None)
     options = CompileOptions(as_target(options.pop("target", None)), fuse=not args.no_fuse,
                              layout=args.layout == "nchwc", profile=args.profile,
                              tuning_records=args.tuning_records,
