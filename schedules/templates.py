@@ -284,10 +284,14 @@ class BlockedReduction(Template):
         # 8 vectors (and the `lanes` knob's narrower widths then fit them too).
         widest = max(width_knob(info).get("lanes", [info.machine.lanes]))
         unit = min(VECTOR_UNIT, widest)
-        nv = [n for n in range(unit, 8 * widest + 1, unit)
-              if anchor.spatial[v][1] % n == 0]
-        if not nv:  # no vector divides the axis (197, 116, 58): a ragged last column tile
-            nv = [n for n in (unit, widest, 2 * widest) if n < 2 * anchor.spatial[v][1]]
+        columns = anchor.spatial[v][1]
+        nv = [n for n in range(unit, 8 * widest + 1, unit) if columns % n == 0]
+        # No vector divides the axis (197, 116, 58), or only narrower ones do (232 and
+        # 1000 at 16 lanes: 8-column tiles use half of each FMA): whole vectors of the
+        # widest width with a ragged last column tile.
+        ragged = (unit, widest, 2 * widest) if not nv else (
+            (widest, 2 * widest) if columns % widest else ())
+        nv += [n for n in ragged if n not in nv and n < 2 * columns]
         mu = list(range(1, min(16, anchor.spatial[u][1]) + 1))
         reduce = [n for n, _ in anchor.reduce]
         first = anchor.reduce[0][1] if anchor.reduce else 1
@@ -393,15 +397,15 @@ class BlockedReduction(Template):
             rows_choices = [r for r in rows_choices if extent % r == 0]
         # Rows of the outer axis too (a y x x block of pixels) only where they do
         # better than rows alone (14x14 images: 2x2x16 instead of 7x8); a ragged outer
-        # tile is never chosen.
-        fitting = [(score(o, r, c)[0], -abs(c - 2 * lanes), score(o, r, c)[1], -o,
+        # tile is never chosen. On ties, columns that divide the axis (no guarded tile).
+        fitting = [(score(o, r, c)[0], columns % c == 0, -abs(c - 2 * lanes), score(o, r, c)[1], -o,
                     extent % r == 0, c, r, o)
                    for o in outer_choices for r in rows_choices for c in knobs["tile_cols"]
                    if registers(o * r, c) <= DEFAULT_BLOCK_REGISTERS and (wide_enough(c) or extent == 1)
                    and outer_extent % o == 0 and (o == 1 or extent % r == 0)
                    and (c > lanes or o * r <= MAX_NARROW_ROWS
                         or 2 * lanes not in knobs["tile_cols"])]
-        dividing = [f for f in fitting if f[4]]
+        dividing = [f for f in fitting if f[5]]
         if epilogue and dividing and (max(dividing)[0] >= RAGGED_BELOW or (
                 extent > RAGGED_MAX_EXTENT and max(dividing)[0] >= RAGGED_FALLBACK)):
             fitting = dividing

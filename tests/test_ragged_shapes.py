@@ -172,3 +172,26 @@ def test_columns_no_vector_divides_get_a_ragged_tile_computed_unguarded():
     (reduction,) = [f for f in module.walk()
                     if isinstance(f, loop_dialect.ForOp) and f.name_str == "matmul.k"]
     assert not any(isinstance(op, scf.IfOp) for op in reduction.walk())  # no guard inside
+
+
+@pytest.mark.parametrize("cols", [72, 232])
+def test_columns_only_narrow_vectors_divide_get_whole_wide_vectors(cols):
+    """At 16 lanes, 72 or 232 columns divide only into 8-lane vectors, which leave half
+    of each FMA idle: the default block takes whole 16-lane vectors, the last tile ragged."""
+    import re
+
+    from xweave import te
+
+    rng = np.random.default_rng(5)
+    a = te.placeholder((24, 48), "float32", name="a")
+    b = te.placeholder((48, cols), "float32", name="b")
+    k = te.reduce_axis(48, name="k")
+    out = te.compute((24, cols), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="matmul")
+    kernel = xweave.build_kernel("matmul", [a, b], [out], target=AVX512)
+    widths = set(re.findall(r"vector\.fma .*: vector<(\d+)xf32>", kernel.loop_ir))
+    assert widths == {"16"}
+    if HOST_AVX512:
+        x, y = (rng.standard_normal(s, dtype=np.float32) for s in ((24, 48), (48, cols)))
+        got = np.full((24, cols), np.nan, np.float32)
+        kernel(x, y, out=[got])
+        np.testing.assert_allclose(got, x @ y, rtol=1e-4, atol=1e-4)
