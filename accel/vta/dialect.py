@@ -100,9 +100,9 @@ from xweave.accel.vta.instructions import (
 
 __all__ = [
     "ALU_OPCODE_CODES", "CONFIG_ATTR", "DEP_FLAGS", "INSTRUCTIONS", "MEMORY_TYPE_CODES", "VTA",
-    "AluOp", "AluOpcode", "AluOpcodeAttr", "FinishOp", "GemmOp", "LoadOp", "MemoryType",
-    "MemoryTypeAttr", "ProgramOp", "StoreOp", "UopBufferOp", "UopOp", "VTAInstruction",
-    "config_attr", "config_of",
+    "AluOp", "AluOpcode", "AluOpcodeAttr", "FinishOp", "GemmOp", "IntegerFieldsOp", "IsaField",
+    "LoadOp", "MemoryType", "MemoryTypeAttr", "ProgramOp", "StoreOp", "UopBufferOp", "UopOp",
+    "VTAInstruction", "config_attr", "config_of",
 ]
 
 
