@@ -46,6 +46,7 @@ from xweave.passes.quantize import (
     quantizable,
     read_int8_layer,
 )
+from xweave.runtime import hetero
 
 MakeLayer = Callable[[str, Int8Layer, np.ndarray, np.ndarray], Any]
 """`make_layer(name, int8_layer, int8 weight, int32 bias)` -> the accelerator's layer
@@ -96,12 +97,10 @@ class CpuSegment:
 
 
 @dataclass
-class AcceleratorStep:
-    """One offloaded layer: reads tensor `input`, writes tensor `output`."""
+class AcceleratorStep(hetero.AcceleratorStep):
+    """One offloaded layer: reads tensor `input`, writes tensor `output` (the step a
+    `HeteroModule` runs, plus what the plan knows of its input)."""
 
-    layer: Any
-    input: str
-    output: str
     input_shape: tuple[int, ...] = ()
 
 

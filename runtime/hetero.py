@@ -27,7 +27,7 @@ import os
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -90,19 +90,20 @@ class LayerReport:
                 f"{r.compute_utilization:6.1%}  ({self.description})")
 
 
+@dataclass(eq=False, repr=False)
 class HeteroModule:
     """A model whose conv2d/dense layers run on an accelerator and the rest on the CPU."""
 
-    def __init__(self, steps: list[CpuStep | AcceleratorStep], inputs: list[TensorSpec],
-                 outputs: list[TensorSpec], input_keys: list[str], output_keys: list[str],
-                 accelerator: str):
-        self.steps = steps
-        self.inputs = inputs
-        self.outputs = outputs
-        self.input_keys = input_keys
-        self.output_keys = output_keys
-        self.accelerator = accelerator
-        self.layer_reports: list[LayerReport] = []
+    steps: list[CpuStep | AcceleratorStep]
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    input_keys: list[str]
+    """The plan's name of each model input's tensor."""
+    output_keys: list[str]
+    """The plan's name of each model output's tensor."""
+    accelerator: str
+    layer_reports: list[LayerReport] = field(default_factory=list, init=False)
+    """What each offloaded layer did in the last run."""
 
     @property
     def cpu_modules(self) -> list[CompiledModule]:

@@ -323,32 +323,21 @@ def test_dram_wrap_works_in_place():
     acc = np.arange(16, dtype=np.int32).reshape(1, 1, 16) - 3
     dram.place("a", acc, "acc", addr=1)  # bytes 64..128
     dram.alloc("o", "out", 1, addr=10)  # bytes 160..176
-    simulate(
-        ProgramOp(
-            [
-                LoadOp("acc", 5, 1, 1, 1, 1, deps=["push_next"]),
-                StoreOp(5, 10, 1, 1, 1, deps=["pop_prev", "push_prev"]),
-                LoadOp("uop", 0, 0, 0, 0, 0, deps=["pop_next"]),
-                FinishOp(),
-            ]
-        ),
-        dram,
+    # acc[5] <- DRAM acc element 1; DRAM out element 10 <- acc[5], narrowed
+    program = ProgramOp(
+        [
+            LoadOp("acc", 5, 1, 1, 1, 1, deps=["push_next"]),
+            StoreOp(5, 10, 1, 1, 1, deps=["pop_prev", "push_prev"]),
+            LoadOp("uop", 0, 0, 0, 0, 0, deps=["pop_next"]),
+            FinishOp(),
+        ]
     )
+    simulate(program, dram)
     assert bytes(buf[160:176]) == (np.arange(16) - 3).astype(np.int8).tobytes()
     # a bare bytearray works too (addresses by hand)
     raw = bytearray(buf)
     raw[160:176] = bytes(16)
-    simulate(
-        ProgramOp(
-            [
-                LoadOp("acc", 5, 1, 1, 1, 1, deps=["push_next"]),
-                StoreOp(5, 10, 1, 1, 1, deps=["pop_prev", "push_prev"]),
-                LoadOp("uop", 0, 0, 0, 0, 0, deps=["pop_next"]),
-                FinishOp(),
-            ]
-        ),
-        raw,
-    )
+    simulate(program, raw)
     assert raw == buf
     with pytest.raises(ValueError, match="too small"):
         dram.alloc("big", "wgt", 1)

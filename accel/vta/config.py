@@ -36,6 +36,20 @@ def _log2(n: int) -> int:
     return n.bit_length() - 1
 
 
+class _PerMemory:
+    """A read-only attribute of a config that is one of its per-scratchpad methods applied
+    to one scratchpad, e.g. `inp_depth` = `depth("inp")`."""
+
+    def __init__(self, method: str, mem: str):
+        self.method, self.mem = method, mem
+        self.__doc__ = f'`{method}("{mem}")`.'
+
+    def __get__(self, config: HardwareConfig | None, owner: type | None = None) -> int:
+        if config is None:
+            return self  # type: ignore[return-value]  # looked up on the class (docs, help)
+        return getattr(config, self.method)(self.mem)
+
+
 @dataclass(frozen=True)
 class HardwareConfig:
     """One accelerator instance: GEMM shape, widths, scratchpads and timing parameters."""
@@ -152,67 +166,28 @@ class HardwareConfig:
         """Bits of an index into scratchpad `mem`: log2 of its depth."""
         return _log2(self.depth(mem))
 
-    @property
-    def inp_elem_bytes(self) -> int:
-        return self.elem_bytes("inp")
-
-    @property
-    def wgt_elem_bytes(self) -> int:
-        return self.elem_bytes("wgt")
-
-    @property
-    def acc_elem_bytes(self) -> int:
-        return self.elem_bytes("acc")
-
-    @property
-    def out_elem_bytes(self) -> int:
-        return self.elem_bytes("out")
-
-    @property
-    def uop_elem_bytes(self) -> int:
-        return self.elem_bytes("uop")
+    # Shorthands: `inp_elem_bytes` is `elem_bytes("inp")`, `acc_depth` is `depth("acc")`,
+    # `log_wgt_depth` (an index field's width) is `index_bits("wgt")`.
+    uop_elem_bytes = _PerMemory("elem_bytes", "uop")
+    inp_elem_bytes = _PerMemory("elem_bytes", "inp")
+    wgt_elem_bytes = _PerMemory("elem_bytes", "wgt")
+    acc_elem_bytes = _PerMemory("elem_bytes", "acc")
+    out_elem_bytes = _PerMemory("elem_bytes", "out")
+    uop_depth = _PerMemory("depth", "uop")
+    inp_depth = _PerMemory("depth", "inp")
+    wgt_depth = _PerMemory("depth", "wgt")
+    acc_depth = _PerMemory("depth", "acc")
+    out_depth = _PerMemory("depth", "out")
+    log_uop_depth = _PerMemory("index_bits", "uop")
+    log_inp_depth = _PerMemory("index_bits", "inp")
+    log_wgt_depth = _PerMemory("index_bits", "wgt")
+    log_acc_depth = _PerMemory("index_bits", "acc")
 
     @property
     def insn_bytes(self) -> int:
         return self.insn_bits // 8
 
-    @property
-    def uop_depth(self) -> int:
-        return self.depth("uop")
-
-    @property
-    def inp_depth(self) -> int:
-        return self.depth("inp")
-
-    @property
-    def wgt_depth(self) -> int:
-        return self.depth("wgt")
-
-    @property
-    def acc_depth(self) -> int:
-        return self.depth("acc")
-
-    @property
-    def out_depth(self) -> int:
-        return self.depth("out")
-
     # --- ISA field widths that follow the config ------------------------------------------
-    @property
-    def log_uop_depth(self) -> int:
-        return self.index_bits("uop")
-
-    @property
-    def log_inp_depth(self) -> int:
-        return self.index_bits("inp")
-
-    @property
-    def log_wgt_depth(self) -> int:
-        return self.index_bits("wgt")
-
-    @property
-    def log_acc_depth(self) -> int:
-        return self.index_bits("acc")
-
     @property
     def uop_bgn_bits(self) -> int:
         """GEMM/ALU `uop_bgn`: an index into the micro-op scratchpad."""

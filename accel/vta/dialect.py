@@ -61,13 +61,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, SymbolNameConstraint
+from xdsl.dialects.builtin import StringAttr, SymbolNameConstraint
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     opt_prop_def,
-    prop_def,
     region_def,
     traits_def,
 )
@@ -87,12 +86,13 @@ from xweave.accel.vta.instructions import (
     AluOpcodeAttr,
     FinishOp,
     GemmOp,
+    IntegerFieldsOp,
+    IsaField,
     LoadOp,
     MemoryType,
     MemoryTypeAttr,
     StoreOp,
     VTAInstruction,
-    check_unsigned,
     i64_attr,
     config_attr,
     config_of,
@@ -100,9 +100,9 @@ from xweave.accel.vta.instructions import (
 
 __all__ = [
     "ALU_OPCODE_CODES", "CONFIG_ATTR", "DEP_FLAGS", "INSTRUCTIONS", "MEMORY_TYPE_CODES", "VTA",
-    "AluOp", "AluOpcode", "AluOpcodeAttr", "FinishOp", "GemmOp", "LoadOp", "MemoryType",
-    "MemoryTypeAttr", "ProgramOp", "StoreOp", "UopBufferOp", "UopOp", "VTAInstruction",
-    "config_attr", "config_of",
+    "AluOp", "AluOpcode", "AluOpcodeAttr", "FinishOp", "GemmOp", "IntegerFieldsOp", "IsaField",
+    "LoadOp", "MemoryType", "MemoryTypeAttr", "ProgramOp", "StoreOp", "UopBufferOp", "UopOp",
+    "VTAInstruction", "config_attr", "config_of",
 ]
 
 
@@ -112,29 +112,18 @@ __all__ = [
 
 
 @irdl_op_definition
-class UopOp(IRDLOperation):
+class UopOp(IntegerFieldsOp):
     """One 32-bit micro-op: base indices of the accumulator, source and weight tensors."""
 
     name = "vta.uop"
-    INT_FIELDS: ClassVar[tuple[str, ...]] = ("dst", "src", "wgt")
-
-    dst = prop_def(IntegerAttr[I64])
-    """Accumulator index (log2 acc depth = 11 bits)."""
-    src = prop_def(IntegerAttr[I64])
-    """Input index for GEMM, accumulator index for ALU (11 bits)."""
-    wgt = prop_def(IntegerAttr[I64])
-    """Weight index for GEMM, unused (0) for ALU (10 bits)."""
+    FIELDS: ClassVar[tuple[IsaField, ...]] = (
+        IsaField("dst", "uop_dst_bits", "Accumulator index."),
+        IsaField("src", "uop_src_bits", "Input index for GEMM, accumulator index for ALU."),
+        IsaField("wgt", "uop_wgt_bits", "Weight index for GEMM, unused (0) for ALU."),
+    )
 
     def __init__(self, dst: int, src: int, wgt: int = 0):
         super().__init__(properties={"dst": i64_attr(dst), "src": i64_attr(src), "wgt": i64_attr(wgt)})
-
-    def field(self, name: str) -> int:
-        attr = self.properties[name]
-        assert isinstance(attr, IntegerAttr)
-        return attr.value.data
-
-    def fields(self) -> dict[str, int]:
-        return {name: self.field(name) for name in self.INT_FIELDS}
 
     @classmethod
     def parse(cls, parser: Parser) -> UopOp:
@@ -153,10 +142,7 @@ class UopOp(IRDLOperation):
         printer.print_op_attributes(self.attributes, print_keyword=True)
 
     def verify_(self) -> None:
-        c = config_of(self)
-        check_unsigned(self, "dst", self.field("dst"), c.uop_dst_bits)
-        check_unsigned(self, "src", self.field("src"), c.uop_src_bits)
-        check_unsigned(self, "wgt", self.field("wgt"), c.uop_wgt_bits)
+        self._verify_fields()
 
 
 def _single_block_region(ops: Sequence[Operation]) -> Region:

@@ -41,6 +41,7 @@ from xweave.accel.vta.dialect import (
     AluOp,
     FinishOp,
     GemmOp,
+    IntegerFieldsOp,
     LoadOp,
     MemoryType,
     ProgramOp,
@@ -158,54 +159,29 @@ def _c_bitfields(name: str, spec: Sequence[tuple[str, int] | tuple[str, int, boo
 
 @functools.cache
 def layouts(config: HardwareConfig = DEFAULT) -> dict[str, Layout]:
-    """The five formats for `config`: "mem" (LOAD/STORE), "gemm", "alu", "finish", "uop"."""
+    """The five formats for `config`: "mem" (LOAD/STORE), "gemm", "alu", "finish", "uop".
+
+    The integer fields and their widths come from the ops' field tables (`FIELDS`), so
+    the encoder and the verifiers agree on them; this adds the fields the encoder derives
+    from the op (opcode, flags, enums, the immediate)."""
     c = config
+
+    def widths(op: type[IntegerFieldsOp], suffix: str = "") -> list[tuple[str, int]]:
+        return [(f.name + suffix, f.bits(c)) for f in op.FIELDS]
+
     common = [("opcode", c.opcode_bits), *((flag, 1) for flag in DEP_FLAGS)]
-    mem = [
-        *common,
-        ("memory_type", c.memory_type_bits),
-        ("sram_base", c.sram_addr_bits),
-        ("dram_base", c.dram_addr_bits),
-        ("y_size", c.size_bits),
-        ("x_size", c.size_bits),
-        ("x_stride", c.stride_bits),
-        ("y_pad_0", c.pad_bits),
-        ("y_pad_1", c.pad_bits),
-        ("x_pad_0", c.pad_bits),
-        ("x_pad_1", c.pad_bits),
-    ]
-    kernel = [
-        *common,
-        ("reset_reg", 1),
-        ("uop_bgn", c.uop_bgn_bits),
-        ("uop_end", c.uop_end_bits),
-        ("iter_out", c.loop_iter_bits),
-        ("iter_in", c.loop_iter_bits),
-        ("dst_factor_out", c.log_acc_depth),
-        ("dst_factor_in", c.log_acc_depth),
-    ]
-    gemm = [
-        *kernel,
-        ("src_factor_out", c.log_inp_depth),
-        ("src_factor_in", c.log_inp_depth),
-        ("wgt_factor_out", c.log_wgt_depth),
-        ("wgt_factor_in", c.log_wgt_depth),
-    ]
+    mem = [*common, ("memory_type", c.memory_type_bits), *widths(LoadOp)]
+    gemm = [*common, ("reset_reg", 1), *widths(GemmOp)]
     alu = [
-        *kernel,
-        ("src_factor_out", c.log_acc_depth),
-        ("src_factor_in", c.log_acc_depth),
-        ("alu_opcode", c.alu_opcode_bits),
-        ("use_imm", 1),
-        ("imm", c.alu_imm_bits, True),
-    ]
-    uop = [("dst_idx", c.uop_dst_bits), ("src_idx", c.uop_src_bits), ("wgt_idx", c.uop_wgt_bits)]
+        *common, ("reset_reg", 1), *widths(AluOp),
+        ("alu_opcode", c.alu_opcode_bits), ("use_imm", 1), ("imm", c.alu_imm_bits, True),
+    ]  # fmt: skip
     return {
         "mem": _c_bitfields("LOAD/STORE", mem, c.insn_bits),
         "gemm": _c_bitfields("GEMM", gemm, c.insn_bits),
         "alu": _c_bitfields("ALU", alu, c.insn_bits),
         "finish": _c_bitfields("FINISH", common, c.insn_bits),
-        "uop": _c_bitfields("micro-op", uop, c.uop_bits),
+        "uop": _c_bitfields("micro-op", widths(UopOp, "_idx"), c.uop_bits),
     }
 
 
@@ -305,7 +281,7 @@ def decode_instruction(
 
 def encode_uop(op: UopOp, config: HardwareConfig = DEFAULT) -> bytes:
     """The 4 little-endian bytes of one micro-op."""
-    values = {"dst_idx": op.field("dst"), "src_idx": op.field("src"), "wgt_idx": op.field("wgt")}
+    values = {f"{name}_idx": value for name, value in op.fields().items()}
     word = layouts(config)["uop"].pack(values, "vta.uop")
     return word.to_bytes(config.uop_bits // 8, "little")
 
@@ -316,7 +292,7 @@ def decode_uop(data: bytes, config: HardwareConfig = DEFAULT, *, offset: int = 0
     if len(data) != size:
         raise ValueError(f"a micro-op is {size} bytes, got {len(data)} {_where(offset)}")
     v = layouts(config)["uop"].unpack(int.from_bytes(data, "little"))
-    return UopOp(v["dst_idx"], v["src_idx"], v["wgt_idx"])
+    return UopOp(**{name: v[f"{name}_idx"] for name in UopOp.INT_FIELDS})
 
 
 # --------------------------------------------------------------------------------------

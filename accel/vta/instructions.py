@@ -12,7 +12,8 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Iterable, Mapping
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -74,7 +75,8 @@ def _config(attr: DictionaryAttr) -> HardwareConfig:
 
 
 class MemoryType(StrEnum):
-    """The scratchpad a LOAD writes or a STORE reads (the ISA's 3-bit memory_type)."""
+    """The scratchpad a LOAD writes or a STORE reads (the ISA's 3-bit memory_type),
+    declared in the order of their ISA codes."""
 
     UOP = "uop"
     WGT = "wgt"
@@ -83,18 +85,13 @@ class MemoryType(StrEnum):
     OUT = "out"
 
 
-MEMORY_TYPE_CODES: dict[MemoryType, int] = {
-    MemoryType.UOP: 0,
-    MemoryType.WGT: 1,
-    MemoryType.INP: 2,
-    MemoryType.ACC: 3,
-    MemoryType.OUT: 4,
-}
+MEMORY_TYPE_CODES: dict[MemoryType, int] = {mem: code for code, mem in enumerate(MemoryType)}
 """ISA code of each memory type (code 5, ACC_8BIT of newer VTAs, is not supported)."""
 
 
 class AluOpcode(StrEnum):
-    """The tensor ALU's operation (the ISA's 3-bit alu_opcode)."""
+    """The tensor ALU's operation (the ISA's 3-bit alu_opcode), declared in the order of
+    their ISA codes."""
 
     MIN = "min"
     MAX = "max"
@@ -103,13 +100,8 @@ class AluOpcode(StrEnum):
     MUL = "mul"
 
 
-ALU_OPCODE_CODES: dict[AluOpcode, int] = {
-    AluOpcode.MIN: 0,
-    AluOpcode.MAX: 1,
-    AluOpcode.ADD: 2,
-    AluOpcode.SHR: 3,
-    AluOpcode.MUL: 4,
-}
+ALU_OPCODE_CODES: dict[AluOpcode, int] = {op: code for code, op in enumerate(AluOpcode)}
+"""ISA code of each ALU opcode."""
 
 
 @irdl_attr_definition
@@ -181,17 +173,82 @@ def _print_int_tuple(printer: Printer, keyword: str, values: Iterable[int]) -> N
 
 
 # --------------------------------------------------------------------------------------
+# Integer fields, declared by tables
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IsaField:
+    """One unsigned integer field of an instruction or micro-op: its name, the
+    `HardwareConfig` attribute that gives its width in bits (index fields follow the
+    scratchpad depths) and its meaning. A table of these drives an op's properties, its
+    verifier and its place in the binary format (`encoding.layouts`)."""
+
+    name: str
+    width: str
+    doc: str
+
+    def bits(self, config: HardwareConfig) -> int:
+        """The field's width under `config`."""
+        return getattr(config, self.width)
+
+
+class _FieldNames:
+    """`INT_FIELDS` of an `IntegerFieldsOp` class: the names of its `FIELDS`."""
+
+    def __init__(self) -> None:
+        self._names: dict[type, tuple[str, ...]] = {}
+
+    def __get__(self, op: object, owner: type[IntegerFieldsOp]) -> tuple[str, ...]:
+        if owner not in self._names:
+            self._names[owner] = tuple(f.name for f in owner.FIELDS)
+        return self._names[owner]
+
+
+class IntegerFieldsOp(IRDLOperation, abc.ABC):
+    """An op whose plain integer fields are declared by its table `FIELDS`: each becomes
+    an i64 property, read with `field`/`fields` and verified against its width."""
+
+    FIELDS: ClassVar[tuple[IsaField, ...]] = ()
+    """The op's integer fields, in ISA order (a subclass extends its base's table)."""
+    INT_FIELDS: ClassVar[tuple[str, ...]] = _FieldNames()  # type: ignore[assignment]
+    """The names of `FIELDS`."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = {f.name for base in cls.__mro__[1:] for f in getattr(base, "FIELDS", ())}
+        for f in cls.FIELDS:
+            if f.name not in declared:  # a base's fields are already its properties
+                setattr(cls, f.name, prop_def(IntegerAttr[I64]))
+
+    def field(self, name: str) -> int:
+        """The value of integer field `name` (e.g. `op.field("sram_base")`)."""
+        if name not in self.INT_FIELDS:
+            raise KeyError(f"{self.name} has no integer field {name!r}")
+        attr = self.properties[name]
+        assert isinstance(attr, IntegerAttr)
+        return attr.value.data
+
+    def fields(self) -> dict[str, int]:
+        """All integer fields as a dict."""
+        return {name: self.field(name) for name in self.INT_FIELDS}
+
+    def _verify_fields(self) -> None:
+        config = config_of(self)
+        for f in self.FIELDS:
+            check_unsigned(self, f.name, self.field(f.name), f.bits(config))
+
+
+# --------------------------------------------------------------------------------------
 # Instructions
 # --------------------------------------------------------------------------------------
 
 
-class VTAInstruction(IRDLOperation, abc.ABC):
+class VTAInstruction(IntegerFieldsOp, abc.ABC):
     """Base of the five 128-bit instructions: opcode, dependency flags, integer fields."""
 
     OPCODE: ClassVar[int]
     """The 3-bit ISA opcode."""
-    INT_FIELDS: ClassVar[tuple[str, ...]] = ()
-    """The op's plain integer fields (i64 properties), in ISA order."""
 
     pop_prev = opt_prop_def(UnitAttr)
     """Wait for a token from the previous module (load -> compute, compute -> store)."""
@@ -207,18 +264,6 @@ class VTAInstruction(IRDLOperation, abc.ABC):
     def deps(self) -> tuple[str, ...]:
         """The dependency flags that are set, in ISA order."""
         return tuple(f for f in DEP_FLAGS if f in self.properties)
-
-    def field(self, name: str) -> int:
-        """The value of integer field `name` (e.g. `op.field("sram_base")`)."""
-        if name not in self.INT_FIELDS:
-            raise KeyError(f"{self.name} has no integer field {name!r}")
-        attr = self.properties[name]
-        assert isinstance(attr, IntegerAttr)
-        return attr.value.data
-
-    def fields(self) -> dict[str, int]:
-        """All integer fields as a dict."""
-        return {name: self.field(name) for name in self.INT_FIELDS}
 
     @property
     def stage(self) -> str:
@@ -238,6 +283,16 @@ class VTAInstruction(IRDLOperation, abc.ABC):
     @classmethod
     def _int_props(cls, values: Mapping[str, int]) -> dict[str, Attribute]:
         return {name: i64_attr(int(values[name])) for name in cls.INT_FIELDS}
+
+    def _init_props(
+        self, values: Mapping[str, int], deps: Iterable[str], **others: Attribute | None
+    ) -> None:
+        """Initialize the op from its integer field values, its dependency flags and its
+        other properties (None: absent)."""
+        props = self._int_props(values)
+        props.update({name: attr for name, attr in others.items() if attr is not None})
+        props.update(self._dep_props(deps))
+        super().__init__(properties=self._ordered(props))
 
     @classmethod
     def _ordered(cls, props: Mapping[str, Attribute]) -> dict[str, Attribute]:
@@ -275,42 +330,23 @@ class VTAInstruction(IRDLOperation, abc.ABC):
         attrs = parser.parse_optional_attr_dict_with_keyword()
         return cls.create(properties=cls._ordered(props), attributes=attrs.data if attrs else {})
 
-    def _verify_fields(self, widths: Mapping[str, int]) -> None:
-        for name, bits in widths.items():
-            if name in self.INT_FIELDS:
-                check_unsigned(self, name, self.field(name), bits)
-
-
-_MEM_INT_FIELDS = (
-    "sram_base", "dram_base", "y_size", "x_size", "x_stride",
-    "y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1",
-)  # fmt: skip
-
-
-def _mem_widths(c: HardwareConfig) -> dict[str, int]:
-    return {
-        "sram_base": c.sram_addr_bits, "dram_base": c.dram_addr_bits, "y_size": c.size_bits,
-        "x_size": c.size_bits, "x_stride": c.stride_bits, "y_pad_0": c.pad_bits,
-        "y_pad_1": c.pad_bits, "x_pad_0": c.pad_bits, "x_pad_1": c.pad_bits,
-    }  # fmt: skip
-
 
 class _MemInstruction(VTAInstruction, abc.ABC):
     """Shared part of LOAD and STORE: a 2-D strided DMA between DRAM and a scratchpad."""
 
     OPCODE: ClassVar[int]
+    FIELDS: ClassVar[tuple[IsaField, ...]] = (
+        IsaField("sram_base", "sram_addr_bits", "First scratchpad element."),
+        IsaField("dram_base", "dram_addr_bits",
+                 "First DRAM element, in units of the memory type's element size."),
+        IsaField("y_size", "size_bits", "Rows."),
+        IsaField("x_size", "size_bits",
+                 "Elements per row; 0 makes the instruction a token-only no-op."),
+        IsaField("x_stride", "stride_bits", "DRAM row stride in elements."),
+    )  # fmt: skip
+
     memory_type = prop_def(MemoryTypeAttr)
     """Which scratchpad."""
-    sram_base = prop_def(IntegerAttr[I64])
-    """First scratchpad element (16 bits)."""
-    dram_base = prop_def(IntegerAttr[I64])
-    """First DRAM element, in units of the memory type's element size (32 bits)."""
-    y_size = prop_def(IntegerAttr[I64])
-    """Rows (16 bits)."""
-    x_size = prop_def(IntegerAttr[I64])
-    """Elements per row (16 bits); 0 makes the instruction a token-only no-op."""
-    x_stride = prop_def(IntegerAttr[I64])
-    """DRAM row stride in elements (16 bits)."""
 
     @property
     def mem(self) -> MemoryType:
@@ -351,19 +387,16 @@ class LoadOp(_MemInstruction):
 
     name = "vta.load"
     OPCODE: ClassVar[int] = 0
-    INT_FIELDS: ClassVar[tuple[str, ...]] = _MEM_INT_FIELDS
+    FIELDS: ClassVar[tuple[IsaField, ...]] = (
+        *_MemInstruction.FIELDS,
+        IsaField("y_pad_0", "pad_bits", "Zero rows written before the block."),
+        IsaField("y_pad_1", "pad_bits", "Zero rows written after the block."),
+        IsaField("x_pad_0", "pad_bits", "Zero elements written before each row."),
+        IsaField("x_pad_1", "pad_bits", "Zero elements written after each row."),
+    )
     LOADABLE: ClassVar[tuple[MemoryType, ...]] = (
         MemoryType.UOP, MemoryType.WGT, MemoryType.INP, MemoryType.ACC,
     )  # fmt: skip
-
-    y_pad_0 = prop_def(IntegerAttr[I64])
-    """Zero rows written before the block (4 bits)."""
-    y_pad_1 = prop_def(IntegerAttr[I64])
-    """Zero rows written after the block (4 bits)."""
-    x_pad_0 = prop_def(IntegerAttr[I64])
-    """Zero elements written before each row (4 bits)."""
-    x_pad_1 = prop_def(IntegerAttr[I64])
-    """Zero elements written after each row (4 bits)."""
 
     def __init__(
         self,
@@ -383,10 +416,7 @@ class LoadOp(_MemInstruction):
             sram_base=sram_base, dram_base=dram_base, y_size=y_size, x_size=x_size,
             x_stride=x_stride, y_pad_0=y_pad_0, y_pad_1=y_pad_1, x_pad_0=x_pad_0, x_pad_1=x_pad_1,
         )  # fmt: skip
-        props = self._int_props(values)
-        props["memory_type"] = MemoryTypeAttr(MemoryType(memory_type))
-        props.update(self._dep_props(deps))
-        super().__init__(properties=self._ordered(props))
+        self._init_props(values, deps, memory_type=MemoryTypeAttr(MemoryType(memory_type)))
 
     @property
     def stage(self) -> str:
@@ -426,7 +456,7 @@ class LoadOp(_MemInstruction):
             raise VerifyException(
                 f"cannot load into '{self.mem}' (expected uop, wgt, inp or acc)"
             )
-        self._verify_fields(_mem_widths(config_of(self)))
+        self._verify_fields()
         if self.stage == "load" and {"pop_prev", "push_prev"} & set(self.deps):
             raise VerifyException(
                 f"a load of {self.mem} runs in the load module, which has no previous "
@@ -446,7 +476,6 @@ class StoreOp(_MemInstruction):
 
     name = "vta.store"
     OPCODE: ClassVar[int] = 1
-    INT_FIELDS: ClassVar[tuple[str, ...]] = _MEM_INT_FIELDS[:5]
 
     def __init__(
         self,
@@ -462,10 +491,7 @@ class StoreOp(_MemInstruction):
             sram_base=sram_base, dram_base=dram_base, y_size=y_size, x_size=x_size,
             x_stride=x_stride,
         )  # fmt: skip
-        props = self._int_props(values)
-        props["memory_type"] = MemoryTypeAttr(MemoryType(memory_type))
-        props.update(self._dep_props(deps))
-        super().__init__(properties=self._ordered(props))
+        self._init_props(values, deps, memory_type=MemoryTypeAttr(MemoryType(memory_type)))
 
     @property
     def stage(self) -> str:
@@ -482,7 +508,7 @@ class StoreOp(_MemInstruction):
     def verify_(self) -> None:
         if self.mem != MemoryType.OUT:
             raise VerifyException(f"can only store from 'out', not '{self.mem}'")
-        self._verify_fields(_mem_widths(config_of(self)))
+        self._verify_fields()
         if {"pop_next", "push_next"} & set(self.deps):
             raise VerifyException(
                 "the store module has no next module: pop_next/push_next are not allowed"
@@ -490,33 +516,28 @@ class StoreOp(_MemInstruction):
         self._verify_footprint(self.field("y_size") * self.field("x_size"), "out")
 
 
-_KERNEL_INT_FIELDS = (
-    "uop_bgn", "uop_end", "iter_out", "iter_in",
-    "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
-)  # fmt: skip
+def _src_factors(index_width: str) -> tuple[IsaField, ...]:
+    """The source index steps of a kernel whose source is the scratchpad `index_width` indexes."""
+    return (
+        IsaField("src_factor_out", index_width, "Source index step per outer iteration."),
+        IsaField("src_factor_in", index_width, "Source index step per inner iteration."),
+    )
 
 
 class _KernelInstruction(VTAInstruction, abc.ABC):
     """Shared part of GEMM and ALU: a micro-kernel walked by a two-level loop."""
 
+    FIELDS: ClassVar[tuple[IsaField, ...]] = (
+        IsaField("uop_bgn", "uop_bgn_bits", "First micro-op slot in the uop scratchpad."),
+        IsaField("uop_end", "uop_end_bits", "One past the last micro-op slot."),
+        IsaField("iter_out", "loop_iter_bits", "Extent of the outer loop."),
+        IsaField("iter_in", "loop_iter_bits", "Extent of the inner loop."),
+        IsaField("dst_factor_out", "log_acc_depth", "Accumulator index step per outer iteration."),
+        IsaField("dst_factor_in", "log_acc_depth", "Accumulator index step per inner iteration."),
+    )
+
     reset = opt_prop_def(UnitAttr)
     """Zero the addressed accumulators instead of computing (VTA's reset_reg)."""
-    uop_bgn = prop_def(IntegerAttr[I64])
-    """First micro-op slot in the uop scratchpad (log2 uop depth = 13 bits)."""
-    uop_end = prop_def(IntegerAttr[I64])
-    """One past the last micro-op slot (14 bits)."""
-    iter_out = prop_def(IntegerAttr[I64])
-    """Extent of the outer loop (14 bits)."""
-    iter_in = prop_def(IntegerAttr[I64])
-    """Extent of the inner loop (14 bits)."""
-    dst_factor_out = prop_def(IntegerAttr[I64])
-    """Accumulator index step per outer iteration."""
-    dst_factor_in = prop_def(IntegerAttr[I64])
-    """Accumulator index step per inner iteration."""
-    src_factor_out = prop_def(IntegerAttr[I64])
-    """Source (input for GEMM, accumulator for ALU) index step per outer iteration."""
-    src_factor_in = prop_def(IntegerAttr[I64])
-    """Source index step per inner iteration."""
 
     @property
     def is_reset(self) -> bool:
@@ -543,16 +564,9 @@ class _KernelInstruction(VTAInstruction, abc.ABC):
             props[f"{base}_out"] = i64_attr(outer)
             props[f"{base}_in"] = i64_attr(inner)
 
-    def _verify_kernel(self, src_mem: str, extra: Mapping[str, int]) -> None:
+    def _verify_kernel(self) -> None:
         c = config_of(self)
-        widths = {
-            "uop_bgn": c.uop_bgn_bits, "uop_end": c.uop_end_bits,
-            "iter_out": c.loop_iter_bits, "iter_in": c.loop_iter_bits,
-            "dst_factor_out": c.log_acc_depth, "dst_factor_in": c.log_acc_depth,
-            "src_factor_out": c.index_bits(src_mem), "src_factor_in": c.index_bits(src_mem),
-            **extra,
-        }  # fmt: skip
-        self._verify_fields(widths)
+        self._verify_fields()
         bgn, end = self.field("uop_bgn"), self.field("uop_end")
         if end <= bgn:
             raise VerifyException(
@@ -570,14 +584,12 @@ class GemmOp(_KernelInstruction):
 
     name = "vta.gemm"
     OPCODE: ClassVar[int] = 2
-    INT_FIELDS: ClassVar[tuple[str, ...]] = (
-        *_KERNEL_INT_FIELDS, "wgt_factor_out", "wgt_factor_in",
-    )  # fmt: skip
-
-    wgt_factor_out = prop_def(IntegerAttr[I64])
-    """Weight index step per outer iteration."""
-    wgt_factor_in = prop_def(IntegerAttr[I64])
-    """Weight index step per inner iteration."""
+    FIELDS: ClassVar[tuple[IsaField, ...]] = (
+        *_KernelInstruction.FIELDS,
+        *_src_factors("log_inp_depth"),
+        IsaField("wgt_factor_out", "log_wgt_depth", "Weight index step per outer iteration."),
+        IsaField("wgt_factor_in", "log_wgt_depth", "Weight index step per inner iteration."),
+    )
 
     def __init__(
         self,
@@ -600,11 +612,7 @@ class GemmOp(_KernelInstruction):
             src_factor_out=src_factor_out, src_factor_in=src_factor_in,
             wgt_factor_out=wgt_factor_out, wgt_factor_in=wgt_factor_in,
         )  # fmt: skip
-        props = self._int_props(values)
-        if reset:
-            props["reset"] = UnitAttr()
-        props.update(self._dep_props(deps))
-        super().__init__(properties=self._ordered(props))
+        self._init_props(values, deps, reset=UnitAttr() if reset else None)
 
     @classmethod
     def parse(cls, parser: Parser) -> GemmOp:
@@ -624,8 +632,7 @@ class GemmOp(_KernelInstruction):
         self._print_deps_and_attrs(printer)
 
     def verify_(self) -> None:
-        bits = config_of(self).log_wgt_depth
-        self._verify_kernel("inp", {"wgt_factor_out": bits, "wgt_factor_in": bits})
+        self._verify_kernel()
 
 
 @irdl_op_definition
@@ -634,7 +641,9 @@ class AluOp(_KernelInstruction):
 
     name = "vta.alu"
     OPCODE: ClassVar[int] = 4
-    INT_FIELDS: ClassVar[tuple[str, ...]] = _KERNEL_INT_FIELDS
+    FIELDS: ClassVar[tuple[IsaField, ...]] = (
+        *_KernelInstruction.FIELDS, *_src_factors("log_acc_depth"),
+    )  # fmt: skip
 
     alu_opcode = prop_def(AluOpcodeAttr)
     """min, max, add, shr (arithmetic; negative amounts shift left) or mul."""
@@ -661,14 +670,12 @@ class AluOp(_KernelInstruction):
             dst_factor_out=dst_factor_out, dst_factor_in=dst_factor_in,
             src_factor_out=src_factor_out, src_factor_in=src_factor_in,
         )  # fmt: skip
-        props = self._int_props(values)
-        props["alu_opcode"] = AluOpcodeAttr(AluOpcode(alu_opcode))
-        if imm is not None:
-            props["imm"] = i64_attr(imm)
-        if reset:
-            props["reset"] = UnitAttr()
-        props.update(self._dep_props(deps))
-        super().__init__(properties=self._ordered(props))
+        self._init_props(
+            values, deps,
+            alu_opcode=AluOpcodeAttr(AluOpcode(alu_opcode)),
+            imm=None if imm is None else i64_attr(imm),
+            reset=UnitAttr() if reset else None,
+        )  # fmt: skip
 
     @property
     def op(self) -> AluOpcode:
@@ -706,8 +713,7 @@ class AluOp(_KernelInstruction):
 
     def verify_(self) -> None:
         c = config_of(self)
-        bits = c.log_acc_depth
-        self._verify_kernel("acc", {"src_factor_out": bits, "src_factor_in": bits})
+        self._verify_kernel()
         imm = self.imm_value
         if imm is None:
             return

@@ -332,6 +332,19 @@ class Simulator:
             return f["dram_base"], f["dram_base"]
         return f["dram_base"], f["dram_base"] + (f["y_size"] - 1) * f["x_stride"] + f["x_size"]
 
+    def _dram_bytes(self, insn: _Insn, mem: str, verb: str) -> np.ndarray:
+        """The DRAM bytes (rows x bytes) a LOAD or STORE of `mem` elements reads or writes
+        (`verb`); a DramOutOfRangeError if they leave the DRAM."""
+        lo, hi = self._dram_span(insn)
+        elem = self.config.elem_bytes(mem)
+        if hi * elem > self.dram.size:
+            raise self._err(
+                DramOutOfRangeError, insn,
+                f"{verb} {mem} elements [{lo}, {hi}) = bytes [{lo * elem}, {hi * elem}) "
+                f"of a {self.dram.size}-byte DRAM",
+            )  # fmt: skip
+        return self._row_indices(insn, insn.f["dram_base"], elem)
+
     def _load(self, insn: _Insn) -> None:
         f, c = insn.f, self.config
         if f["x_size"] == 0:
@@ -347,9 +360,9 @@ class Simulator:
                 f"writes {mem} scratchpad elements [{base}, {base + rows * cols}) "
                 f"({rows} rows x {cols} elements incl. padding), beyond its depth {depth}",
             )  # fmt: skip
-        lo, hi = self._dram_span(insn)
         shape = element_shape(mem, c)
         if mem == "uop":
+            lo, hi = self._dram_span(insn)
             n = len(self._uop_segment)
             if hi > n:
                 raise self._err(
@@ -358,14 +371,7 @@ class Simulator:
                 )  # fmt: skip
             data = self._uop_segment[self._row_indices(insn, f["dram_base"], 1)]
         else:
-            elem = c.elem_bytes(mem)
-            if hi * elem > self.dram.size:
-                raise self._err(
-                    DramOutOfRangeError, insn,
-                    f"reads {mem} elements [{lo}, {hi}) = bytes [{lo * elem}, {hi * elem}) "
-                    f"of a {self.dram.size}-byte DRAM",
-                )  # fmt: skip
-            raw = self.dram.data[self._row_indices(insn, f["dram_base"], elem)]
+            raw = self.dram.data[self._dram_bytes(insn, mem, "reads")]
             data = np.ascontiguousarray(raw).view(memory_dtype(mem, c)).reshape(f["y_size"], f["x_size"], *shape)
         block = np.zeros((rows, cols, *shape), dtype=self.sram[mem].dtype)
         block[y0 : y0 + f["y_size"], x0 : x0 + f["x_size"]] = data
@@ -382,16 +388,8 @@ class Simulator:
                 ScratchpadOutOfRangeError, insn,
                 f"reads accumulators [{base}, {base + count}), beyond the acc scratchpad depth {depth}",
             )  # fmt: skip
-        lo, hi = self._dram_span(insn)
-        elem = c.elem_bytes("out")
-        if hi * elem > self.dram.size:
-            raise self._err(
-                DramOutOfRangeError, insn,
-                f"writes out elements [{lo}, {hi}) = bytes [{lo * elem}, {hi * elem}) "
-                f"of a {self.dram.size}-byte DRAM",
-            )  # fmt: skip
+        idx = self._dram_bytes(insn, "out", "writes")
         out = self.sram["acc"][base : base + count].astype(memory_dtype("out", c))  # wraps: low bits
-        idx = self._row_indices(insn, f["dram_base"], elem)
         self.dram.data[idx] = out.view(np.uint8).reshape(idx.shape)
 
     def _walk_setup(self, insn: _Insn, src_mem: str | None, with_wgt: bool):
