@@ -202,6 +202,7 @@ def _negf(b: FunctionBuilder, op: arith.NegfOp) -> Sequence[SSAValue]:
 
 
 def _scalar_operands(b: FunctionBuilder, op: Operation) -> list[SSAValue]:
+    """The operands of a division that is lowered for scalars only."""
     operands = b.operands(op)
     if isinstance(operands[0].type, VectorType):
         raise unsupported(op, "vector operands")
