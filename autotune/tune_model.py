@@ -45,7 +45,6 @@ from xweave.log import NOTE
 from xweave.records import (
     MIN_GAIN,
     MODEL_CHECK,
-    RecordWarning,
     RecordWriter,
     is_ok,
     load_many,
@@ -84,13 +83,12 @@ def check_records_file(path: str | os.PathLike, must_exist: bool = False) -> Non
         if must_exist:
             raise TuneError(f"{path}: no such tuning-records file")
         return
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RecordWarning)
-        try:
-            records = load_records(p)
-        except OSError as e:
-            raise TuneError(f"{path}: cannot read ({e})") from None
-    skipped = [w for w in caught if issubclass(w.category, RecordWarning)]
+    from xweave.schedules.tuned import read_records  # lazy: see the note above
+
+    try:
+        records, skipped = read_records(p)
+    except OSError as e:
+        raise TuneError(f"{path}: cannot read ({e})") from None
     if not records and skipped:
         raise TuneError(f"{path}: not a tuning-records file (none of its {len(skipped)} "
                         f"line(s) is a record; first: {skipped[0].message})")

@@ -40,6 +40,7 @@ from xweave.lowering.llvm_builder import (
     row_major_strides,
     unsupported,
 )
+from xweave.passes.loop_analysis import Linear
 
 _NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
 _SLT = IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)
@@ -143,29 +144,14 @@ class AddressBuilder(FunctionBuilder):
         terms: dict[SSAValue, int],
     ) -> int:
         """Add `scale * expr` to `terms` (value -> coefficient); return its constant part."""
-        match expr:
-            case AffineConstantExpr(value=v):
-                return scale * v
-            case AffineDimExpr(position=p):
-                value = operands[p]
-            case AffineSymExpr(position=p):
-                value = operands[num_dims + p]
-            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-                const = self._linearize(lhs, operands, num_dims, scale, terms)
-                return const + self._linearize(rhs, operands, num_dims, scale, terms)
-            case AffineBinaryOpExpr(
-                kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)
-            ):
-                return self._linearize(lhs, operands, num_dims, scale * c, terms)
-            case AffineBinaryOpExpr(
-                kind=AffineBinaryOpKind.Mul, lhs=AffineConstantExpr(value=c), rhs=rhs
-            ):
-                return self._linearize(rhs, operands, num_dims, scale * c, terms)
-            case _:
-                value = self._emit_expr(expr, operands, num_dims)
-        if scale:
-            terms[value] = terms.get(value, 0) + scale
-        return 0
+        form = Linear.of(expr)
+        for atom, coef in form.terms.items():
+            value = _operand(atom, operands, num_dims)
+            if value is None:
+                value = self._emit_expr(atom, operands, num_dims)
+            if scale:
+                terms[value] = terms.get(value, 0) + scale * coef
+        return scale * form.const
 
     def _emit_expr(self, expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int) -> SSAValue:
         """An affine expression as an i64 value (for the non-linear parts: div, mod, ...)."""
@@ -236,29 +222,28 @@ def _value_alignment(value: SSAValue) -> int:
     return 1
 
 
+def _operand(atom: AffineExpr, operands: Sequence[SSAValue], num_dims: int) -> SSAValue | None:
+    """The operand a dim or symbol stands for; None for the other atoms (div, mod, ...)."""
+    match atom:
+        case AffineDimExpr(position=p):
+            return operands[p]
+        case AffineSymExpr(position=p):
+            return operands[num_dims + p]
+    return None
+
+
 def _expr_alignment(
     expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int, scale: int
 ) -> int:
     """The largest power of two known to divide `scale * expr` (bytes)."""
-    match expr:
-        case AffineConstantExpr(value=v):
-            return pow2(scale * v)
-        case AffineDimExpr(position=p):
-            return min(UNBOUNDED, pow2(scale) * _value_alignment(operands[p]))
-        case AffineSymExpr(position=p):
-            return min(UNBOUNDED, pow2(scale) * _value_alignment(operands[num_dims + p]))
-        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-            return min(
-                _expr_alignment(lhs, operands, num_dims, scale),
-                _expr_alignment(rhs, operands, num_dims, scale),
-            )
-        case AffineBinaryOpExpr(
-            kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)
-        ) | AffineBinaryOpExpr(
-            kind=AffineBinaryOpKind.Mul, lhs=AffineConstantExpr(value=c), rhs=lhs
-        ):
-            return _expr_alignment(lhs, operands, num_dims, scale * c)
-    return pow2(scale)  # div/mod: some integer, times scale
+    form = Linear.of(expr)
+    align = pow2(scale * form.const)
+    for atom, coef in form.terms.items():
+        value = _operand(atom, operands, num_dims)
+        # a div/mod is some integer: only its coefficient counts
+        known = 1 if value is None else _value_alignment(value)
+        align = min(align, pow2(scale * coef) * known)
+    return min(align, UNBOUNDED)
 
 
 def access_parts(op: Operation) -> tuple[SSAValue, Sequence[SSAValue], AffineMap | None]:

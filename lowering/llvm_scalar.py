@@ -82,6 +82,13 @@ def call_intrinsic(
     return op.results[0] if t is not None else None
 
 
+def call_overloaded(b: FunctionBuilder, name: str, args: Sequence[SSAValue],
+                    t: Attribute) -> SSAValue:
+    """`name` overloaded on its result type `t` (`llvm.exp` on `vector<8xf32>` calls
+    `llvm.exp.v8f32`)."""
+    return call_intrinsic(b, f"{name}.{intrinsic_suffix(t)}", args, t)
+
+
 def extract_lane(b: FunctionBuilder, vec: SSAValue, lane: int) -> SSAValue:
     """Lane `lane` of a 1-D vector, as a scalar (shufflevector + bitcast)."""
     scalar = element_type(vec.type)
@@ -194,26 +201,12 @@ def _negf(b: FunctionBuilder, op: arith.NegfOp) -> Sequence[SSAValue]:
     return [b.emit1(llvm.FNegOp(b.get(op.operand), CONTRACT))]
 
 
-_INTRINSIC_BINOPS: dict[type[Operation], str] = {
-    arith.MaximumfOp: "llvm.maximum",
-    arith.MinimumfOp: "llvm.minimum",
-    arith.MaxnumfOp: "llvm.maxnum",
-    arith.MinnumfOp: "llvm.minnum",
-    arith.MaxSIOp: "llvm.smax",
-    arith.MinSIOp: "llvm.smin",
-    arith.MaxUIOp: "llvm.umax",
-    arith.MinUIOp: "llvm.umin",
-    math.CopySignOp: "llvm.copysign",
-    math.PowFOp: "llvm.pow",
-    math.Atan2Op: "llvm.atan2",
-}
-
-
-@_register(*_INTRINSIC_BINOPS)
-def _intrinsic_binop(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
-    t = result_type(op)
-    name = f"{_INTRINSIC_BINOPS[type(op)]}.{intrinsic_suffix(t)}"
-    return [call_intrinsic(b, name, b.operands(op), t)]
+def _scalar_operands(b: FunctionBuilder, op: Operation) -> list[SSAValue]:
+    """The operands of a division that is lowered for scalars only."""
+    operands = b.operands(op)
+    if isinstance(operands[0].type, VectorType):
+        raise unsupported(op, "vector operands")
+    return operands
 
 
 def _div_parts(b: FunctionBuilder, lhs: SSAValue, rhs: SSAValue):
@@ -230,9 +223,7 @@ def _div_parts(b: FunctionBuilder, lhs: SSAValue, rhs: SSAValue):
 
 @_register(arith.FloorDivSIOp)
 def _floordivsi(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
-    lhs, rhs = b.operands(op)
-    if isinstance(lhs.type, VectorType):
-        raise unsupported(op, "vector operands")
+    lhs, rhs = _scalar_operands(b, op)
     q, r_nonzero, signs_differ = _div_parts(b, lhs, rhs)
     adjust = b.emit1(llvm.AndOp(r_nonzero, signs_differ))
     # q - 1 when the remainder is non-zero and its sign differs from the divisor's
@@ -241,9 +232,7 @@ def _floordivsi(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
 
 @_register(arith.CeilDivSIOp)
 def _ceildivsi(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
-    lhs, rhs = b.operands(op)
-    if isinstance(lhs.type, VectorType):
-        raise unsupported(op, "vector operands")
+    lhs, rhs = _scalar_operands(b, op)
     q, r_nonzero, signs_differ = _div_parts(b, lhs, rhs)
     same = b.emit1(llvm.XOrOp(signs_differ, b.const(1, i1)))
     adjust = b.emit1(llvm.AndOp(r_nonzero, same))
@@ -252,9 +241,7 @@ def _ceildivsi(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
 
 @_register(arith.CeilDivUIOp)
 def _ceildivui(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
-    lhs, rhs = b.operands(op)
-    if isinstance(lhs.type, VectorType):
-        raise unsupported(op, "vector operands")
+    lhs, rhs = _scalar_operands(b, op)
     q = b.emit1(llvm.UDivOp(lhs, rhs))
     r = b.emit1(llvm.URemOp(lhs, rhs))
     nonzero = b.emit1(llvm.ICmpOp(r, b.const(0, lhs.type), _icmp("ne")))
@@ -338,10 +325,22 @@ def _fptoi(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
 
 # --- math ---------------------------------------------------------------------------
 
-# Always through the suffixed intrinsic name (`llvm.exp.f32`, `llvm.exp.v8f32`): xDSL's
-# dedicated ops (llvm.FExpOp, ...) print one unmangled declaration, so a module using
-# both a scalar and a vector exp failed in LLVM ("Type of #1 arg mismatch").
-_INTRINSIC_UNARY: dict[type[Operation], str] = {
+# Ops that are one call of an LLVM intrinsic on their operands, always through the name
+# overloaded on the result type (`llvm.exp.f32`, `llvm.exp.v8f32`): xDSL's dedicated ops
+# (llvm.FExpOp, ...) print one unmangled declaration, so a module using both a scalar and
+# a vector exp failed in LLVM ("Type of #1 arg mismatch").
+_INTRINSICS: dict[type[Operation], str] = {
+    arith.MaximumfOp: "llvm.maximum",
+    arith.MinimumfOp: "llvm.minimum",
+    arith.MaxnumfOp: "llvm.maxnum",
+    arith.MinnumfOp: "llvm.minnum",
+    arith.MaxSIOp: "llvm.smax",
+    arith.MinSIOp: "llvm.smin",
+    arith.MaxUIOp: "llvm.umax",
+    arith.MinUIOp: "llvm.umin",
+    math.CopySignOp: "llvm.copysign",
+    math.PowFOp: "llvm.pow",
+    math.Atan2Op: "llvm.atan2",
     math.ExpOp: "llvm.exp",
     math.Exp2Op: "llvm.exp2",
     math.LogOp: "llvm.log",
@@ -364,29 +363,21 @@ _INTRINSIC_UNARY: dict[type[Operation], str] = {
     math.RoundEvenOp: "llvm.roundeven",
     math.TruncOp: "llvm.trunc",
     math.CtPopOp: "llvm.ctpop",
-}
-
-
-@_register(*(op for op in _INTRINSIC_UNARY if op is not math.ExpOp))
-def _intrinsic_unary(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
-    t = result_type(op)
-    name = f"{_INTRINSIC_UNARY[type(op)]}.{intrinsic_suffix(t)}"
-    return [call_intrinsic(b, name, b.operands(op), t)]
-
-
-_INT_INTRINSIC_WITH_FLAG: dict[type[Operation], str] = {
     math.AbsIOp: "llvm.abs",
     math.CountLeadingZerosOp: "llvm.ctlz",
     math.CountTrailingZerosOp: "llvm.cttz",
 }
+# These take an i1 flag after the operand: false, so that INT_MIN / zero input is not
+# poison (defined results, as in arith).
+_WITH_POISON_FLAG = (math.AbsIOp, math.CountLeadingZerosOp, math.CountTrailingZerosOp)
 
 
-@_register(*_INT_INTRINSIC_WITH_FLAG)
-def _int_intrinsic(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
-    t = result_type(op)
-    name = f"{_INT_INTRINSIC_WITH_FLAG[type(op)]}.{intrinsic_suffix(t)}"
-    # the i1 flag: INT_MIN / zero input is not poison (defined results, as in arith)
-    return [call_intrinsic(b, name, [*b.operands(op), b.const(0, i1)], t)]
+@_register(*(op for op in _INTRINSICS if op is not math.ExpOp))
+def _intrinsic(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
+    args = b.operands(op)
+    if isinstance(op, _WITH_POISON_FLAG):
+        args = [*args, b.const(0, i1)]
+    return [call_overloaded(b, _INTRINSICS[type(op)], args, result_type(op))]
 
 
 # erf(x) = x P(x^2) / Q(x^2) on [-4, 4] (beyond, erf is 1 to float32 precision), both of
@@ -410,17 +401,25 @@ def _horner(b: FunctionBuilder, coefficients: Sequence[float], x: SSAValue,
     return acc
 
 
+def _is_f32(t: Attribute) -> bool:
+    """Whether `t` is float32 or a vector of it (what the inline polynomials are for)."""
+    scalar = element_type(t)
+    return isinstance(scalar, AnyFloat) and scalar.bitwidth == 32
+
+
+def _clamp(b: FunctionBuilder, x: SSAValue, lo: float, hi: float, t: Attribute) -> SSAValue:
+    """`x` clamped to [lo, hi]; minimum/maximum (not minnum/maxnum) so that NaN stays NaN."""
+    x = call_overloaded(b, "llvm.minimum", [x, b.const(hi, t)], t)
+    return call_overloaded(b, "llvm.maximum", [x, b.const(lo, t)], t)
+
+
 @_register(math.ErfOp)
 def _erf(b: FunctionBuilder, op: math.ErfOp) -> Sequence[SSAValue]:
     t = result_type(op)
-    scalar = element_type(t)
-    if not isinstance(scalar, AnyFloat) or scalar.bitwidth != 32:
+    if not _is_f32(t):
         return _libm_unary(b, op)  # float64: libm's erf (no float32 polynomial is enough)
-    suffix = intrinsic_suffix(t)
     (x,) = b.operands(op)
-    # minimum/maximum (not minnum/maxnum) so that NaN stays NaN
-    x = call_intrinsic(b, f"llvm.minimum.{suffix}", [x, b.const(_ERF_CLAMP, t)], t)
-    x = call_intrinsic(b, f"llvm.maximum.{suffix}", [x, b.const(-_ERF_CLAMP, t)], t)
+    x = _clamp(b, x, -_ERF_CLAMP, _ERF_CLAMP, t)
     s = b.emit1(llvm.FMulOp(x, x, CONTRACT))
     numerator = b.emit1(llvm.FMulOp(x, _horner(b, _ERF_P, s, t), CONTRACT))
     return [b.emit1(llvm.FDivOp(numerator, _horner(b, _ERF_Q, s, t), CONTRACT))]
@@ -441,17 +440,14 @@ _EXP_ROUND_MAGIC, _EXP_ROUND_MAGIC_BITS = 12582912.0, 0x4B400000  # 1.5 * 2^23 a
 @_register(math.ExpOp)
 def _exp(b: FunctionBuilder, op: math.ExpOp) -> Sequence[SSAValue]:
     t = result_type(op)
-    scalar = element_type(t)
-    if not isinstance(scalar, AnyFloat) or scalar.bitwidth != 32:
-        return _intrinsic_unary(b, op)
-    suffix = intrinsic_suffix(t)
+    if not _is_f32(t):
+        return _intrinsic(b, op)
     lanes = vector_width(t)
     int_t = i32 if lanes is None else VectorType(i32, [lanes])
     (x,) = b.operands(op)
-    x = call_intrinsic(b, f"llvm.minimum.{suffix}", [x, b.const(_EXP_MAX, t)], t)
-    x = call_intrinsic(b, f"llvm.maximum.{suffix}", [x, b.const(_EXP_MIN, t)], t)
-    n = call_intrinsic(b, f"llvm.roundeven.{suffix}",
-                       [b.emit1(llvm.FMulOp(x, b.const(1.4426950408889634, t), CONTRACT))], t)
+    x = _clamp(b, x, _EXP_MIN, _EXP_MAX, t)
+    n = call_overloaded(b, "llvm.roundeven",
+                        [b.emit1(llvm.FMulOp(x, b.const(1.4426950408889634, t), CONTRACT))], t)
     r = b.emit1(llvm.FMAOp(n, b.const(-_EXP_LN2_HI, t), x))
     r = b.emit1(llvm.FMAOp(n, b.const(-_EXP_LN2_LO, t), r))
     # 2^n as 2^h 2^(n-h), h = n >> 1: both factors are normal numbers over the whole
@@ -498,7 +494,7 @@ def _libm_unary(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
 @_register(math.RsqrtOp)
 def _rsqrt(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
     t = result_type(op)
-    root = call_intrinsic(b, f"llvm.sqrt.{intrinsic_suffix(t)}", b.operands(op), t)
+    root = call_overloaded(b, "llvm.sqrt", b.operands(op), t)
     return [b.emit1(llvm.FDivOp(b.const(1.0, t), root, CONTRACT))]
 
 
@@ -511,7 +507,7 @@ def _fpowi(b: FunctionBuilder, op: Operation) -> Sequence[SSAValue]:
     as_float = b.emit1(llvm.SIToFPOp(exponent, ftype))
     if lanes is None and isinstance(t, VectorType):
         as_float = splat(b, as_float, t)
-    return [call_intrinsic(b, f"llvm.pow.{intrinsic_suffix(t)}", [base, as_float], t)]
+    return [call_overloaded(b, "llvm.pow", [base, as_float], t)]
 
 
 @_register(math.FmaOp, vector.FMAOp)
@@ -595,7 +591,7 @@ def _reduction(b: FunctionBuilder, op: vector.ReductionOp) -> Sequence[SSAValue]
         reduced = call_intrinsic(b, f"{reduce_name}.{suffix}", [vec], t)
         if acc is None:
             return [reduced]
-        return [call_intrinsic(b, f"{combine_name}.{intrinsic_suffix(t)}", [reduced, acc], t)]
+        return [call_overloaded(b, combine_name, [reduced, acc], t)]
     if not isinstance(t, IntegerType) or kind not in _INT_REDUCE:
         raise unsupported(op, f"kind {kind} on {t}")
     reduce_name, combine = _INT_REDUCE[kind]
@@ -603,6 +599,6 @@ def _reduction(b: FunctionBuilder, op: vector.ReductionOp) -> Sequence[SSAValue]
     if acc is None:
         return [reduced]
     if isinstance(combine, str):
-        return [call_intrinsic(b, f"{combine}.{intrinsic_suffix(t)}", [reduced, acc], t)]
+        return [call_overloaded(b, combine, [reduced, acc], t)]
     return [b.emit1(combine(reduced, acc))]
 

@@ -66,18 +66,12 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-)
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.passes.loop_analysis import Linear
 from xweave.passes.loop_split import split_loop
 from xweave.passes.loop_utils import enclosing_function, find_loops, fold_access_maps
 from xweave.target import machine_model, target_of
@@ -219,22 +213,12 @@ def _describe(op: Operation) -> str:
 def _iv_coefficient(expr: AffineExpr, dims: set[int]) -> int | None:
     """The coefficient of the dims in `dims` in `expr` if they appear only linearly
     (0 if absent); None if one appears under a div/mod or a non-constant product."""
-    match expr:
-        case AffineDimExpr(position=p):
-            return 1 if p in dims else 0
-        case AffineConstantExpr():
-            return 0
-        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-            a, b = _iv_coefficient(lhs, dims), _iv_coefficient(rhs, dims)
-            return None if a is None or b is None else a + b
-        case AffineBinaryOpExpr(
-            kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)
-        ) | AffineBinaryOpExpr(
-            kind=AffineBinaryOpKind.Mul, lhs=AffineConstantExpr(value=c), rhs=lhs
-        ):
-            a = _iv_coefficient(lhs, dims)
-            return None if a is None else a * c
-    return None if any(d in dims for d in expr.used_dims()) else 0
+    form = Linear.of(expr)
+    if any(not isinstance(atom, AffineDimExpr) and atom.used_dims() & dims
+           for atom in form.terms):
+        return None
+    return sum(c for atom, c in form.terms.items()
+               if isinstance(atom, AffineDimExpr) and atom.position in dims)
 
 
 def _classify_access(op: loop.LoadOp | loop.StoreOp, iv: SSAValue) -> str:

@@ -729,19 +729,24 @@ class BlockedReduction(Template):
         return steps
 
 
-class Injective(Template):
-    """Elementwise, broadcast and layout kernels."""
-
-    name = "injective"
-
-    def applies(self, info: KernelInfo) -> bool:
-        return not any(s.is_reduction for s in info.stages)
+class _ParallelVectorTemplate(Template):
+    """A template whose stages are scheduled by `_outer_parallel_inner_vector`: its knobs
+    are whether to vectorize, whether to parallelize and the vector width."""
 
     def knobs(self, info: KernelInfo) -> dict[str, list]:
         return {"vectorize": [True, False], "parallel": [True, False], **width_knob(info)}
 
     def default_config(self, info: KernelInfo) -> dict:
         return {"vectorize": True, "parallel": worth_parallel(info), **default_width(info)}
+
+
+class Injective(_ParallelVectorTemplate):
+    """Elementwise, broadcast and layout kernels."""
+
+    name = "injective"
+
+    def applies(self, info: KernelInfo) -> bool:
+        return not any(s.is_reduction for s in info.stages)
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
         k = info.name
@@ -756,19 +761,13 @@ class Injective(Template):
         return steps
 
 
-class Generic(Template):
+class Generic(_ParallelVectorTemplate):
     """Everything else: parallel outer loop, vectorized contiguous axis where legal."""
 
     name = "generic"
 
     def applies(self, info: KernelInfo) -> bool:
         return True
-
-    def knobs(self, info: KernelInfo) -> dict[str, list]:
-        return {"vectorize": [True, False], "parallel": [True, False], **width_knob(info)}
-
-    def default_config(self, info: KernelInfo) -> dict:
-        return {"vectorize": True, "parallel": worth_parallel(info), **default_width(info)}
 
     def pipeline(self, info: KernelInfo, config: dict) -> list[str]:
         k = info.name

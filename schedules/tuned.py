@@ -47,6 +47,20 @@ class TuningRecordsError(XweaveError):
     """A tuning-records file that cannot be used (missing, unreadable, no records)."""
 
 
+def read_records(path: Path) -> tuple[list[dict], list[warnings.WarningMessage]]:
+    """The records of a file, and the `RecordWarning`s about the lines `load_records`
+    skipped, caught so that the caller can judge the file (other warnings pass on);
+    raises OSError when the file cannot be read."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RecordWarning)
+        records = load_records(path)
+    skipped = [w for w in caught if issubclass(w.category, RecordWarning)]
+    for w in caught:
+        if not issubclass(w.category, RecordWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return records, skipped
+
+
 class TunedSchedules:
     """Workload key -> the best record's schedule steps."""
 
@@ -83,16 +97,10 @@ class TunedSchedules:
             raise TuningRecordsError(f"tuning records {path}: no such file")
         if not p.is_file():
             raise TuningRecordsError(f"tuning records {path}: not a file")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RecordWarning)
-            try:
-                records = load_records(p)
-            except OSError as e:
-                raise TuningRecordsError(f"tuning records {path}: cannot read ({e})") from None
-        skipped = [w for w in caught if issubclass(w.category, RecordWarning)]
-        for w in caught:
-            if not issubclass(w.category, RecordWarning):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        try:
+            records, skipped = read_records(p)
+        except OSError as e:
+            raise TuningRecordsError(f"tuning records {path}: cannot read ({e})") from None
         if not records:
             detail = f" ({len(skipped)} line(s) skipped; the first: {skipped[0].message})" \
                 if skipped else " (the file is empty)"

@@ -94,8 +94,15 @@ def _identity_map(memref: SSAValue, map: AffineMap | AffineMapAttr | None) -> Af
 
 
 class MemoryAccess:
-    """Rewriting of the affine access of `loop.load`, `loop.store` and `loop.prefetch`:
-    the buffer, the index operands and the map, changed together."""
+    """The affine access `memref[map(indices)]` of `loop.load`, `loop.store` and
+    `loop.prefetch` (their operands after the stored value), and its rewriting: the
+    buffer, the index operands and the map, changed together."""
+
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    """The map's operands: its dimensions, then its symbols."""
+    map = prop_def(AffineMapAttr)
+    """From the index operands to one index per memref dimension."""
 
     def set_access(self, indices: Sequence[SSAValue], amap: AffineMap,
                    memref: SSAValue | None = None, compact: bool = False) -> bool:
@@ -142,13 +149,8 @@ class LoadOp(MemoryAccess, IRDLOperation):
 
     name = "loop.load"
 
-    memref = operand_def(MemRefType)
-    indices = var_operand_def(IndexType)
-    """The map's operands: its dimensions, then its symbols."""
     result = result_def()
     """The element, or a 1-D vector of consecutive elements along the last dimension."""
-    map = prop_def(AffineMapAttr)
-    """From the index operands to one index per memref dimension."""
 
     traits = traits_def(MemoryReadEffect())
 
@@ -203,11 +205,6 @@ class StoreOp(MemoryAccess, IRDLOperation):
 
     value = operand_def()
     """The element, or a 1-D vector of consecutive elements along the last dimension."""
-    memref = operand_def(MemRefType)
-    indices = var_operand_def(IndexType)
-    """The map's operands: its dimensions, then its symbols."""
-    map = prop_def(AffineMapAttr)
-    """From the index operands to one index per memref dimension."""
 
     traits = traits_def(MemoryWriteEffect())
 
@@ -266,11 +263,6 @@ class PrefetchOp(MemoryAccess, IRDLOperation):
 
     name = "loop.prefetch"
 
-    memref = operand_def(MemRefType)
-    indices = var_operand_def(IndexType)
-    """The map's operands: its dimensions, then its symbols."""
-    map = prop_def(AffineMapAttr)
-    """From the index operands to one index per memref dimension."""
     write = opt_prop_def(UnitAttr)
     """The line will be written (fetched for ownership)."""
 
