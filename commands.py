@@ -285,6 +285,28 @@ NO_CACHE_HELP = ("compile from scratch even if the compile cache holds this buil
 WINOGRAD_HELP = ("compute large 3x3 stride-1 convs on channel-blocked data as Winograd "
                  "F(4x4, 3x3) (the winograd stage; default: on)")
 
+# The options several subcommands share are added by one function each, so that they
+# keep one spelling, type and default everywhere; `when` qualifies the help text (e.g.
+# `xweave run` builds only when given a model).
+
+
+def _add_target(p: argparse.ArgumentParser, when: str = "") -> None:
+    p.add_argument("--target", help=when + TARGET_HELP)
+
+
+def _add_input_shapes(p: argparse.ArgumentParser,
+                      when: str = ", e.g. data:1x3x224x224") -> None:
+    p.add_argument("--input-shapes", help="bind symbolic input dims" + when)
+
+
+def _add_winograd(p: argparse.ArgumentParser, when: str = "") -> None:
+    p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
+                   help=WINOGRAD_HELP + when)
+
+
+def _add_no_cache(p: argparse.ArgumentParser, when: str = "") -> None:
+    p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP + when)
+
 
 def _add_pipeline_options(p: argparse.ArgumentParser, why: str = "") -> None:
     """--no-fuse, --layout, --winograd: the pipeline's choices (`pipeline.CompileOptions`)."""
@@ -293,8 +315,7 @@ def _add_pipeline_options(p: argparse.ArgumentParser, why: str = "") -> None:
     p.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
                    help="data layout of convolutions: nchwc runs them on channel-blocked "
                    "NCHW16c data where a conv feeds another (default); nchw keeps NCHW" + why)
-    p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
-                   help=WINOGRAD_HELP + why)
+    _add_winograd(p, why)
 
 
 def register(sub) -> None:
@@ -307,9 +328,9 @@ def register(sub) -> None:
                        "measured with `xweave tune --threads N`: run with the same number.")
     p.add_argument("model", help="ONNX model (.onnx) or IR of any stage (.mlir, e.g. a "
                    "--dump-ir file: compiling continues from its stage)")
-    p.add_argument("--target", help=TARGET_HELP)
+    _add_target(p)
     p.add_argument("-o", "--output", help="the module file to write")
-    p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
+    _add_input_shapes(p)
     p.add_argument("--dump-ir", metavar="DIR",
                    help="write the IR after every stage into DIR (NN-<stage>.mlir, each "
                    "headed by the xweave-opt command that produced it from the one before)")
@@ -337,7 +358,7 @@ def register(sub) -> None:
     p.add_argument("--calibration", metavar="INPUTS.npz",
                    help="target vta: sample inputs (one array per input name, optionally "
                    "stacked along a leading axis) on which int8 ranges are measured")
-    p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
+    _add_no_cache(p)
     p.set_defaults(func=_compile)
 
     p = sub.add_parser("tune", help="auto-tune the schedules of a model's kernels",
@@ -347,7 +368,7 @@ def register(sub) -> None:
     p.add_argument("model", help="ONNX model (.onnx) or graph-stage IR (.mlir)")
     p.add_argument("-o", "--output", required=True,
                    help="tuning-records file to append to (.jsonl)")
-    p.add_argument("--target", help=TARGET_HELP)
+    _add_target(p)
     p.add_argument("--trials", type=int, default=64, help="measurements per kernel (default: 64)")
     p.add_argument("--tuner", choices=("lgbm", "ga", "random", "grid"), default="lgbm",
                    help="search strategy (default: lgbm, the LightGBM ranking model)")
@@ -369,7 +390,7 @@ def register(sub) -> None:
     p.add_argument("--max-tasks", type=int, help="tune only the N most expensive kernels")
     p.add_argument("--transfer", action="store_true",
                    help="warm-start the cost model with the file's records of other kernels")
-    p.add_argument("--input-shapes", help="bind symbolic input dims, e.g. data:1x3x224x224")
+    _add_input_shapes(p)
     _add_pipeline_options(p, " (tune the kernels a build with the same options compiles)")
     p.set_defaults(func=_tune)
 
@@ -387,14 +408,13 @@ def register(sub) -> None:
     p.add_argument("--fill-mode", choices=("random", "zeros", "ones"), default="random",
                    help="inputs to use when --inputs is not given (default: random)")
     p.add_argument("-o", "--output", help=".npz file to write the outputs to")
-    p.add_argument("--input-shapes", help="bind symbolic input dims when given a model")
-    p.add_argument("--target", help="when given a model: " + TARGET_HELP)
+    _add_input_shapes(p, " when given a model")
+    _add_target(p, "when given a model: ")
     p.add_argument("--threads", type=int, metavar="N",
                    help="threads of the parallel loops (default: $XWEAVE_NUM_THREADS, else "
                    "every core)")
-    p.add_argument("--winograd", action=argparse.BooleanOptionalAction, default=None,
-                   help=WINOGRAD_HELP + " (when given a model)")
-    p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP + " (when given a model)")
+    _add_winograd(p, " (when given a model)")
+    _add_no_cache(p, " (when given a model)")
     p.add_argument("--print-time", action="store_true",
                    help="time the run (an accelerator module: the host's wall time of the "
                    "simulation, and the simulated cycles and time of each offloaded layer)")

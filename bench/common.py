@@ -163,6 +163,22 @@ def parse_targets(text: str | None) -> list[str]:
     return [t.strip() for t in text.split(";") if t.strip()]
 
 
+def add_targets_option(parser, unit: str) -> None:
+    """A benchmark's `--targets` option (read by `targets_of`); `unit`: what is built."""
+    parser.add_argument("--targets", help=f"';'-separated targets to build each {unit} for "
+                        "(default: XWEAVE_TARGET, else the host); with several, all are timed "
+                        "in the same rounds (--interleave, default 5)")
+
+
+def targets_of(args) -> list[str]:
+    """A benchmark's `--targets` as a list (`parse_targets`); with several, and no
+    `--interleave`, 5 interleaved rounds, so that all targets are timed in the same rounds."""
+    targets = parse_targets(args.targets)
+    if len(targets) > 1 and not args.interleave:
+        args.interleave = 5
+    return targets
+
+
 def emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
 

@@ -33,31 +33,45 @@ from common import emit, log, machine
 PAUSE_S = 0.05
 
 
-def correctness(callers: int, calls: int) -> None:
+def call_inputs(module, count: int) -> list[dict]:
+    """`count` random inputs of `module` (seeded), one per call."""
     import numpy as np
+
+    rng = np.random.default_rng(0)
+    return [{s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in module.inputs}
+            for _ in range(count)]
+
+
+def wrong_results(module, inputs, reference, callers: int) -> int:
+    """How many calls of `module`, one per input of `inputs`, made from `callers` threads
+    at once, give an output that differs in any bit from `reference` (the outputs of
+    one call at a time)."""
+    import numpy as np
+
+    def part(k: int) -> int:
+        wrong = 0
+        for i in range(k, len(inputs), callers):
+            out = module.run(**inputs[i])
+            wrong += any(not np.array_equal(a, b) for a, b in zip(out, reference[i]))
+        return wrong
+
+    with ThreadPoolExecutor(callers) as pool:
+        return sum(pool.map(part, range(callers)))
+
+
+def correctness(callers: int, calls: int) -> None:
     import onnx
 
     import xweave
     from xweave.runtime.threads import available_cores, set_num_threads
 
     module = xweave.build(onnx.load(Path(__file__).resolve().parents[1] / "examples" / "small_cnn.onnx"))
-    rng = np.random.default_rng(0)
-    inputs = [{s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in module.inputs}
-              for _ in range(callers * calls)]
+    inputs = call_inputs(module, callers * calls)
     for threads in sorted({1, available_cores()}):
         set_num_threads(module, threads)
         reference = [module.run(**x) for x in inputs]
-
-        def part(k: int) -> int:
-            wrong = 0
-            for i in range(k, len(inputs), callers):
-                out = module.run(**inputs[i])
-                wrong += any(not np.array_equal(a, b) for a, b in zip(out, reference[i]))
-            return wrong
-
         start = time.perf_counter()
-        with ThreadPoolExecutor(callers) as pool:
-            wrong = sum(pool.map(part, range(callers)))
+        wrong = wrong_results(module, inputs, reference, callers)
         emit({"part": "correctness", "model": "small_cnn", "threads_per_call": threads,
               "callers": callers, "calls": callers * calls, "wrong": wrong,
               "seconds": time.perf_counter() - start, **machine()})

@@ -17,7 +17,8 @@ import argparse
 import math
 import sys
 
-from common import emit, interleaved_times, log, machine, median_time, parse_targets, set_threads
+from common import (add_targets_option, emit, interleaved_times, log, machine, median_time,
+                    set_threads, targets_of)
 
 # name: (H=W, in channels, out channels, kernel, stride, pad, groups)
 RESNET18 = {
@@ -90,13 +91,9 @@ def main() -> None:
     parser.add_argument("--winograd", action="store_true",
                         help="also time each 3x3 stride-1 layer on channel-blocked data (in a "
                         "chain of two) with the winograd stage off and on")
-    parser.add_argument("--targets", help="';'-separated targets to build each layer for "
-                        "(default: XWEAVE_TARGET, else the host); with several, --interleave "
-                        "times them all in the same rounds (default 5)")
+    add_targets_option(parser, "layer")
     args = parser.parse_args()
-    targets = parse_targets(args.targets)
-    if len(targets) > 1 and not args.interleave:
-        args.interleave = 5
+    targets = targets_of(args)
     set_threads(args.threads)
 
     import numpy as np

@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from common import (QUIET_WAIT_SECONDS, emit, interleaved_times, log, machine, median_time,
-                    parse_targets, set_threads)
+from common import (QUIET_WAIT_SECONDS, add_targets_option, emit, interleaved_times, log,
+                    machine, median_time, set_threads, targets_of)
 
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1, 512, 1000), (128, 768, 768), (128, 768, 3072)]
@@ -41,13 +41,9 @@ def main() -> None:
                         help="alternate xweave and numpy for ROUNDS rounds (see above)")
     parser.add_argument("--quiet", action="store_true",
                         help="with --interleave: keep only rounds the rest of the machine left alone")
-    parser.add_argument("--targets", help="';'-separated targets to build each kernel for "
-                        "(default: XWEAVE_TARGET, else the host); with several, all are timed "
-                        "in the same rounds (--interleave, default 5)")
+    add_targets_option(parser, "kernel")
     args = parser.parse_args()
-    targets = parse_targets(args.targets)
-    if len(targets) > 1 and not args.interleave:
-        args.interleave = 5
+    targets = targets_of(args)
     set_threads(args.threads)
 
     import numpy as np

@@ -54,23 +54,11 @@ func.func @empty_serial(%y: memref<64xf32>) attributes {xweave.kernel} {
   }
   func.return
 }
-func.func @tiny_par(%x: memref<64x64xf32>, %y: memref<64x64xf32>) attributes {xweave.kernel} {
+"""
+TINY_KERNEL = """func.func @NAME(%x: memref<64x64xf32>, %y: memref<64x64xf32>) attributes {xweave.kernel} {
   %two = arith.constant 2.0 : f32
   %one = arith.constant 1.0 : f32
-  loop.for "t.i" %i = 0 to 64 parallel {
-    loop.for "t.j" %j = 0 to 64 {
-      %v = loop.load %x[%i, %j] : memref<64x64xf32>
-      %p = arith.mulf %v, %two : f32
-      %s = arith.addf %p, %one : f32
-      loop.store %s, %y[%i, %j] : memref<64x64xf32>
-    }
-  }
-  func.return
-}
-func.func @tiny_serial(%x: memref<64x64xf32>, %y: memref<64x64xf32>) attributes {xweave.kernel} {
-  %two = arith.constant 2.0 : f32
-  %one = arith.constant 1.0 : f32
-  loop.for "t.i" %i = 0 to 64 {
+  loop.for "t.i" %i = 0 to 64 ROWS{
     loop.for "t.j" %j = 0 to 64 {
       %v = loop.load %x[%i, %j] : memref<64x64xf32>
       %p = arith.mulf %v, %two : f32
@@ -81,6 +69,9 @@ func.func @tiny_serial(%x: memref<64x64xf32>, %y: memref<64x64xf32>) attributes 
   func.return
 }
 """
+"""y = 2x + 1 over 64x64 floats: NAME is the function, ROWS the row loop's kind."""
+KERNELS += "".join(TINY_KERNEL.replace("NAME", name).replace("ROWS", rows)
+                   for name, rows in (("tiny_par", "parallel "), ("tiny_serial", "")))
 
 
 def _per_call_us(fn, args, repeat: int, target_s: float = 0.02) -> tuple[float, list[float]]:

@@ -6,17 +6,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import xweave as xweave_api
 from xweave.autotune import load_records
 from xweave.schedules.tuned import TunedSchedules
+
+from helpers import small_conv_model, wait_for_lines
 
 BIN = Path(sys.executable).parent
 TUNERS = ("lgbm", "ga", "random", "grid")
@@ -29,19 +29,8 @@ def xweave(*args, **kwargs):
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    """One 3x3 convolution (one tuning task of a few points)."""
-    rng = np.random.default_rng(0)
-    graph = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3],
-                          pads=[1, 1, 1, 1])], "m",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
-        initializer=[numpy_helper.from_array(
-            rng.standard_normal((8, 4, 3, 3)).astype(np.float32), "w")])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
     path = tmp_path_factory.mktemp("tune") / "conv.onnx"
-    onnx.save(m, path)
+    onnx.save(small_conv_model(), path)
     return path
 
 
@@ -116,12 +105,8 @@ def test_kill_9_then_resume_loses_no_record(model, tmp_path):
     args = [str(BIN / "xweave"), "tune", str(model), "-o", str(path), "--trials", "6",
             "--tuner", "random", "--builders", "0", "--threads", "1"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if path.exists() and path.read_text().count("\n") >= 2:
-                break
-            time.sleep(0.05)
+        wait_for_lines(proc, path, 2)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=60)

@@ -1,8 +1,5 @@
 """The benchmark models (bench/models.py), scaled down: xweave agrees with onnxruntime."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -11,18 +8,9 @@ import pytest
 
 import xweave
 
-_PATH = Path(__file__).parent.parent / "bench" / "models.py"
+from helpers import load_bench
 
-
-def _load_models():
-    spec = importlib.util.spec_from_file_location("xweave_bench_models", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-models = _load_models()
+models = load_bench("models")
 
 # Same architectures, small: tiny images, few channels, the first stages only. Each
 # keeps what makes the architecture (downsampling shortcut, bottleneck, inverted

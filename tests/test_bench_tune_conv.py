@@ -1,12 +1,10 @@
 """The verdicts of bench/tune_conv.py (the paper's tuner comparison) from trials-to-95%."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
-import tune_conv  # noqa: E402
+from helpers import load_bench
+
+tune_conv = load_bench("tune_conv")
 
 
 def test_first_reaching_counts_trials_from_one():

@@ -147,24 +147,21 @@ def test_failed_compile_keeps_existing_module(model_path, tmp_path):
     assert out.read_bytes() == before
 
 
-def test_xweave_opt_parse_error_names_file_line_col(tmp_path):
+@pytest.mark.parametrize("text, named", [
+    pytest.param("func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                 "  %y = graph.relu %x : tensor<3xf32>\n"
+                 "  func.return %y : tensor<2xf32>\n}\n", "", id="parse-error"),
+    pytest.param('func.func @f(%x: tensor<2xf32>) -> tensor<3xf32> {\n'
+                 '  %y = "graph.relu"(%x) : (tensor<2xf32>) -> tensor<3xf32>\n'
+                 '  func.return %y : tensor<3xf32>\n}\n', "graph.relu", id="verify-error"),
+])
+def test_xweave_opt_error_names_file_line_col(tmp_path, text, named):
+    """A parse error names file:line:col; a verify error also the op."""
     path = tmp_path / "bad.mlir"
-    path.write_text("func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
-                    "  %y = graph.relu %x : tensor<3xf32>\n"
-                    "  func.return %y : tensor<2xf32>\n}\n")
+    path.write_text(text)
     r = run("xweave-opt", path)
     assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert f"{path}:2:" in r.stderr
-
-
-def test_xweave_opt_verify_error_names_location(tmp_path):
-    path = tmp_path / "bad.mlir"
-    path.write_text('func.func @f(%x: tensor<2xf32>) -> tensor<3xf32> {\n'
-                    '  %y = "graph.relu"(%x) : (tensor<2xf32>) -> tensor<3xf32>\n'
-                    '  func.return %y : tensor<3xf32>\n}\n')
-    r = run("xweave-opt", path)
-    assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert f"{path}:2:" in r.stderr and "graph.relu" in r.stderr
+    assert f"{path}:2:" in r.stderr and named in r.stderr
 
 
 def test_xweave_opt_unknown_pass(tmp_path):

@@ -2,34 +2,21 @@
 library), warnings as one line, tune's units and times, tune-plot's files and figures,
 which kernels a build with tuning records tuned, and where threads are chosen."""
 
-import contextlib
-import io
 import logging
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
 import xweave
-from xweave.cli import main, opt_main
+from xweave.cli import opt_main
+
+from helpers import run_cli
 
 BIN = Path(sys.executable).parent
-
-
-def cli(*args, entry=main) -> tuple[int, str, str]:
-    """A CLI in this process: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            entry([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -84,19 +71,19 @@ def test_the_library_logs_and_says_nothing_unless_asked(transpose, capfd, caplog
 def test_compile_with_records_says_which_kernels_were_tuned(transpose, tmp_path):
     path, records, _, _ = transpose
     out = tmp_path / "m.so"
-    code, stdout, stderr = cli("compile", path, "--tuning-records", records, "-o", out)
+    code, stdout, stderr = run_cli("compile", path, "--tuning-records", records, "-o", out)
     assert code == 0, stderr
     # The default level: one summary line; -v: one line per kernel; -q: nothing.
     (summary,) = stderr.splitlines()
     assert summary.startswith(f"{records}: ") and summary.endswith(" of 1 kernels tuned")
     assert stdout == f"wrote {out}\n"
-    code, _, stderr = cli("compile", path, "--tuning-records", records, "-o", out, "-v",
+    code, _, stderr = run_cli("compile", path, "--tuning-records", records, "-o", out, "-v",
                           "--no-cache")
     lines = stderr.splitlines()
     assert len(lines) == 2 and lines[-1] == summary, lines
     assert "transpose(64x48xf32 -> 48x64xf32)): " in lines[0]
     assert lines[0].endswith(("tuned schedule", ")")), lines[0]  # tuned, or why not
-    code, _, stderr = cli("compile", path, "--tuning-records", records, "-o", out, "-q",
+    code, _, stderr = run_cli("compile", path, "--tuning-records", records, "-o", out, "-q",
                           "--no-cache")
     assert code == 0 and stderr == ""
 
@@ -105,27 +92,27 @@ def test_warnings_are_one_line_each_and_quiet_hides_them(transpose, tmp_path):
     path, records, _, _ = transpose
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_text(records.read_text() + "{not json\n")
-    code, _, stderr = cli("compile", path, "--tuning-records", damaged, "-o", tmp_path / "m.so")
+    code, _, stderr = run_cli("compile", path, "--tuning-records", damaged, "-o", tmp_path / "m.so")
     assert code == 0, stderr
     warning = [line for line in stderr.splitlines() if line.startswith("warning: ")]
     assert len(warning) == 1 and f"{damaged}:" in warning[0], stderr
     assert "Warning:" not in stderr and ".py:" not in stderr  # no category, no source line
-    code, _, stderr = cli("compile", path, "--tuning-records", damaged, "-o",
+    code, _, stderr = run_cli("compile", path, "--tuning-records", damaged, "-o",
                           tmp_path / "m.so", "-q")
     assert code == 0 and stderr == ""
 
 
 def test_xweave_opt_takes_verbose_and_quiet(transpose, tmp_path):
     path, records, _, _ = transpose
-    cli("compile", path, "-o", tmp_path / "m.so", "--dump-ir", tmp_path / "ir")
+    run_cli("compile", path, "-o", tmp_path / "m.so", "--dump-ir", tmp_path / "ir")
     (loop,) = (tmp_path / "ir").glob("*-loop.mlir")
     spec = f"schedule-kernels{{tuning-records=\"{records}\"}}"
-    code, stdout, stderr = cli("-v", loop, "-p", spec, entry=opt_main)
+    code, stdout, stderr = run_cli("-v", loop, "-p", spec, entry=opt_main)
     assert code == 0 and "func.func" in stdout, stderr
     assert "kernels tuned" in stderr and "transpose(64x48xf32" in stderr, stderr
-    code, _, stderr = cli("-q", loop, "-p", spec, entry=opt_main)
+    code, _, stderr = run_cli("-q", loop, "-p", spec, entry=opt_main)
     assert code == 0 and stderr == ""
-    code, stdout, _ = cli("--version", entry=opt_main)
+    code, stdout, _ = run_cli("--version", entry=opt_main)
     assert code == 0 and stdout.startswith("xweave-opt ")
 
 
@@ -138,7 +125,7 @@ def test_tune_and_tune_plot_outputs_are_unambiguous(transpose, tmp_path, monkeyp
             (("tune-plot", tmp_path / "missing.jsonl", "-o", tmp_path / "c.png"),
              "no such tuning-records file"),
             (("tune", "--plot", records, "-o", tmp_path / "c.png"), "unrecognized arguments")):
-        code, _, stderr = cli(*args)
+        code, _, stderr = run_cli(*args)
         assert code != 0 and match in stderr, stderr
         assert len(stderr.strip().splitlines()) <= 3 and "Traceback" not in stderr
         assert not (tmp_path / "curves.png").exists() and not (tmp_path / "x.jsonl").exists()
@@ -148,13 +135,13 @@ def test_tune_and_tune_plot_outputs_are_unambiguous(transpose, tmp_path, monkeyp
     save = Figure.savefig
     monkeypatch.setattr(Figure, "savefig",
                         lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k))[1])
-    code, stdout, stderr = cli("tune-plot", records, "-o", tmp_path / "c.png")
+    code, stdout, stderr = run_cli("tune-plot", records, "-o", tmp_path / "c.png")
     assert code == 0 and (tmp_path / "c.png").stat().st_size > 1000, stderr
     assert stdout == f"wrote {tmp_path / 'c.png'} (1 workload(s))\n"
     (fig,) = figures  # a kernel that only moves data: its curve in GB/s
     assert [ax.get_ylabel() for ax in fig.axes if ax.get_visible()] == ["best GB/s so far"]
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # the `plot` extra not installed
-    code, _, stderr = cli("tune-plot", records, "-o", tmp_path / "d.png")
+    code, _, stderr = run_cli("tune-plot", records, "-o", tmp_path / "d.png")
     assert code != 0 and "'plot' extra" in stderr and len(stderr.splitlines()) == 1, stderr
 
 
@@ -185,7 +172,7 @@ def test_tuning_curves_have_whole_trials_and_whole_titles(tmp_path, monkeypatch)
 
 
 def test_compile_help_says_where_threads_are_chosen():
-    code, stdout, _ = cli("compile", "--help")
+    code, stdout, _ = run_cli("compile", "--help")
     assert code == 0 and "There is no --threads" in " ".join(stdout.split())
-    code, stdout, _ = cli("tune", "--help")
+    code, stdout, _ = run_cli("tune", "--help")
     assert "--threads N" in stdout

@@ -3,8 +3,6 @@ that changes the result misses; damaged entries are recompiled; off means off.
 
 Every test has a cache directory of its own (tests/conftest.py)."""
 
-import contextlib
-import io
 import os
 import subprocess
 import sys
@@ -19,11 +17,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 from xweave import cache
-from xweave.cli import main
 from xweave.pipeline import CompileOptions
 from xweave.runtime.hetero import HeteroModule
 from xweave.runtime.module import CompiledModule
 from xweave.target import as_target
+
+from helpers import run_cli
 
 
 def tiny_model(seed: int = 0) -> onnx.ModelProto:
@@ -334,29 +333,18 @@ def test_an_accelerator_build_is_cached_as_a_hetero_module():
     np.testing.assert_array_equal(second.run(x=x)[0], first.run(x=x)[0])
 
 
-def cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_cli_no_cache_info_and_clear(model_file, tmp_path):
-    assert cli("compile", model_file, "--no-cache", "-o", tmp_path / "a.xwm")[0] == 0
-    assert cli("run", model_file, "--no-cache")[0] == 0
+    assert run_cli("compile", model_file, "--no-cache", "-o", tmp_path / "a.xwm")[0] == 0
+    assert run_cli("run", model_file, "--no-cache")[0] == 0
     assert entries() == []
-    assert cli("compile", model_file, "-o", tmp_path / "b.xwm")[0] == 0
-    assert cli("run", model_file)[0] == 0
+    assert run_cli("compile", model_file, "-o", tmp_path / "b.xwm")[0] == 0
+    assert run_cli("run", model_file)[0] == 0
     assert (cache.stats.hits, cache.stats.stores) == (1, 1)
-    code, out, _ = cli("cache", "info")
+    code, out, _ = run_cli("cache", "info")
     assert code == 0
     assert f"path: {os.environ['XWEAVE_CACHE_DIR']}" in out and "entries: 1" in out
     assert "size: " in out and "limit: 2.0 GiB" in out
-    code, out, _ = cli("cache", "clear")
+    code, out, _ = run_cli("cache", "clear")
     assert code == 0 and "removed 1 entry" in out
-    assert entries() == [] and "entries: 0" in cli("cache", "info")[1]
-    assert cli("cache", "bogus")[0] == 2
+    assert entries() == [] and "entries: 0" in run_cli("cache", "info")[1]
+    assert run_cli("cache", "bogus")[0] == 2

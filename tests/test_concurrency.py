@@ -12,7 +12,10 @@ import pytest
 import xweave
 from xweave.runtime.threads import set_num_threads
 
+from helpers import load_bench
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "small_cnn.onnx"
+concurrency = load_bench("concurrency")  # its inputs and check of concurrent calls
 THREADS = 4
 CALLS = 100
 """Calls per thread: each call has its own input, so calls sharing an arena would mix
@@ -24,46 +27,28 @@ def cnn():
     return xweave.build(EXAMPLE)
 
 
-def _inputs(module, count: int) -> list[dict[str, np.ndarray]]:
-    rng = np.random.default_rng(0)
-    return [{s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in module.inputs}
-            for _ in range(count)]
-
-
-def _wrong_results(module, inputs, reference) -> int:
-    def calls(part: int) -> int:
-        wrong = 0
-        for i in range(part, len(inputs), THREADS):
-            out = module.run(**inputs[i])
-            wrong += any(not np.array_equal(a, b) for a, b in zip(out, reference[i]))
-        return wrong
-
-    with ThreadPoolExecutor(THREADS) as pool:
-        return sum(pool.map(calls, range(THREADS)))
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 def test_concurrent_calls_give_single_threaded_results(cnn, threads):
     set_num_threads(cnn, threads)
     assert cnn.peak_memory_bytes  # the intermediate buffers live in an arena
-    inputs = _inputs(cnn, THREADS * CALLS)
+    inputs = concurrency.call_inputs(cnn, THREADS * CALLS)
     reference = [cnn.run(**x) for x in inputs]  # one call at a time
-    assert _wrong_results(cnn, inputs, reference) == 0
+    assert concurrency.wrong_results(cnn, inputs, reference, THREADS) == 0
 
 
 def test_concurrent_calls_of_a_loaded_module(cnn, tmp_path):
     cnn.export(tmp_path / "cnn.xwm")
     loaded = xweave.load_module(tmp_path / "cnn.xwm")
-    inputs = _inputs(loaded, THREADS * 25)
+    inputs = concurrency.call_inputs(loaded, THREADS * 25)
     reference = [cnn.run(**x) for x in inputs]
-    assert _wrong_results(loaded, inputs, reference) == 0
+    assert concurrency.wrong_results(loaded, inputs, reference, THREADS) == 0
 
 
 def test_the_pool_grows_to_the_calls_in_flight_only(cnn):
     """A caller that never overlaps its calls uses one arena; concurrent callers get
     their own (never more than the calls in flight)."""
     module = xweave.build(EXAMPLE)
-    x = _inputs(module, 1)[0]
+    x = concurrency.call_inputs(module, 1)[0]
     for _ in range(5):
         module.run(**x)
     assert module._pool.idle == 1
@@ -103,7 +88,7 @@ def test_run_lowers_the_thread_count_on_a_busy_machine_only(cnn, monkeypatch):
     from xweave.runtime import threads
 
     set_num_threads(cnn, 2)
-    x = _inputs(cnn, 1)[0]
+    x = concurrency.call_inputs(cnn, 1)[0]
     expected = cnn.run(**x)
     monkeypatch.setattr(threads.GOVERNOR, "cap", lambda team: 1)
     monkeypatch.setattr(threads.GOVERNOR, "next_check", 0.0)

@@ -24,12 +24,18 @@ def _explode(self, ctx, op):
     raise RuntimeError("injected failure")
 
 
-def test_a_failing_pass_is_named_with_its_stage_and_a_reproducer(monkeypatch, tmp_path):
-    monkeypatch.setenv("XWEAVE_CRASH_DIR", str(tmp_path))
-    monkeypatch.setattr(PlanMemoryPass, "apply", _explode)
+def build_failing_in(pass_class, monkeypatch, crash_dir) -> str:
+    """The internal error's message when building the example with `pass_class`
+    failing, its reproducer written into `crash_dir`."""
+    monkeypatch.setenv("XWEAVE_CRASH_DIR", str(crash_dir))
+    monkeypatch.setattr(pass_class, "apply", _explode)
     with pytest.raises(InternalCompilerError) as info:
         xweave.build(EXAMPLE)
-    message = str(info.value)
+    return str(info.value)
+
+
+def test_a_failing_pass_is_named_with_its_stage_and_a_reproducer(monkeypatch, tmp_path):
+    message = build_failing_in(PlanMemoryPass, monkeypatch, tmp_path)
     assert "stage 'planned', pass 'plan-memory'" in message
     assert "RuntimeError: injected failure" in message
     reproducer = tmp_path / "reproducer.mlir"
@@ -44,11 +50,7 @@ def test_a_failing_pass_is_named_with_its_stage_and_a_reproducer(monkeypatch, tm
 
 
 def test_a_failing_schedule_step_names_the_kernel_and_the_step(monkeypatch, tmp_path):
-    monkeypatch.setenv("XWEAVE_CRASH_DIR", str(tmp_path))
-    monkeypatch.setattr(LoopPackPass, "apply", _explode)
-    with pytest.raises(InternalCompilerError) as info:
-        xweave.build(EXAMPLE)
-    message = str(info.value)
+    message = build_failing_in(LoopPackPass, monkeypatch, tmp_path)
     assert "stage 'scheduled', pass 'schedule-kernels', kernel '" in message
     assert "step 'loop-pack{" in message
     text = (tmp_path / "reproducer.mlir").read_text()

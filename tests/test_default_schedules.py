@@ -11,30 +11,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import func
+from xdsl.passes import PassPipeline
 
 import xweave
 from xweave import te
-from xweave.context import parse_module
+from xweave.context import make_context, parse_module
 from xweave.kernel import build_kernel
+from xweave.pipeline import CompileOptions, cpu_stages
 from xweave.schedules import analyse, template_for
+
+from helpers import load_bench
 
 RNG = np.random.default_rng(7)
 
-# bench/conv2d.py's layers: (H=W, in, out, kernel, stride, pad, groups), with the image
-# 4x smaller and the channels 8x fewer (at least 8, so the channel vectors stay).
-RESNET18 = {
-    "C1": (224, 3, 64, 7, 2, 3, 1), "C2": (56, 64, 64, 3, 1, 1, 1), "C3": (56, 64, 64, 1, 1, 0, 1),
-    "C4": (56, 64, 128, 3, 2, 1, 1), "C5": (56, 64, 128, 1, 2, 0, 1), "C6": (28, 128, 128, 3, 1, 1, 1),
-    "C7": (28, 128, 256, 3, 2, 1, 1), "C8": (28, 128, 256, 1, 2, 0, 1), "C9": (14, 256, 256, 3, 1, 1, 1),
-    "C10": (14, 256, 512, 3, 2, 1, 1), "C11": (14, 256, 512, 1, 2, 0, 1), "C12": (7, 512, 512, 3, 1, 1, 1),
-}
-DEPTHWISE = {
-    "D1": (112, 32, 32, 3, 1, 1, 32), "D2": (112, 64, 64, 3, 2, 1, 64), "D3": (56, 128, 128, 3, 1, 1, 128),
-    "D4": (56, 128, 128, 3, 2, 1, 128), "D5": (28, 256, 256, 3, 1, 1, 256), "D6": (28, 256, 256, 3, 2, 1, 256),
-    "D7": (14, 512, 512, 3, 1, 1, 512), "D8": (14, 512, 512, 3, 2, 1, 512), "D9": (7, 1024, 1024, 3, 1, 1, 1024),
-}
-MATMUL = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
-          (1, 512, 1000), (128, 768, 768), (128, 768, 3072)]
+# bench/conv2d.py's layers: (H=W, in, out, kernel, stride, pad, groups), run with the
+# image 4x smaller and the channels 8x fewer (at least 8, so the channel vectors stay);
+# bench/matmul.py's shapes (MxKxN), run 8x smaller.
+conv2d_bench = load_bench("conv2d")
+RESNET18, DEPTHWISE = conv2d_bench.RESNET18, conv2d_bench.DEPTHWISE
+MATMUL = load_bench("matmul").SHAPES
 
 
 def reduced(size, cin, cout, k, stride, pad, groups):
@@ -79,6 +74,20 @@ def check_conv(tmp_path, shape, **options):
     return "\n".join(str(k) for k in scheduled_kernels(tmp_path))
 
 
+def check_matmul(m, k, n):
+    """An m x k x n matmul on the default schedule, checked against numpy; the kernel."""
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis(k, name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="matmul")
+    kernel = build_kernel("matmul", [A, B], [C], schedule="default")
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    out = np.empty((m, n), np.float32)
+    np.testing.assert_allclose(kernel(a, b, out=[out]), a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+    return kernel
+
+
 @pytest.mark.parametrize("name", list(RESNET18))
 def test_resnet18_layers_reduced(tmp_path, name):
     shape = reduced(*RESNET18[name])
@@ -102,15 +111,7 @@ def test_conv_bias_relu_epilogue_on_the_register_block(tmp_path):
 @pytest.mark.parametrize("m, k, n", MATMUL, ids=[f"{m}x{k}x{n}" for m, k, n in MATMUL])
 def test_matmul_shapes_reduced(m, k, n):
     m, k, n = max(1, m // 8), max(8, k // 8), max(8, n // 8)
-    A = te.placeholder((m, k), "float32", name="A")
-    B = te.placeholder((k, n), "float32", name="B")
-    r = te.reduce_axis(k, name="k")
-    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="matmul")
-    kernel = build_kernel("matmul", [A, B], [C], schedule="default")
-    a = RNG.standard_normal((m, k)).astype(np.float32)
-    b = RNG.standard_normal((k, n)).astype(np.float32)
-    out = np.empty((m, n), np.float32)
-    np.testing.assert_allclose(kernel(a, b, out=[out]), a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+    kernel = check_matmul(m, k, n)
     if n % 8 == 0:
         assert "vector<8xf32>" in kernel.loop_ir
 
@@ -132,32 +133,24 @@ def test_random_convs_default_schedule(tmp_path, size, cin, cout, k, stride, pad
 @settings(max_examples=10, deadline=None)
 @given(m=st.integers(1, 40), k=st.integers(1, 40), n=st.integers(1, 48))
 def test_random_matmuls_default_schedule(m, k, n):
-    A = te.placeholder((m, k), "float32", name="A")
-    B = te.placeholder((k, n), "float32", name="B")
-    r = te.reduce_axis(k, name="k")
-    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="matmul")
-    kernel = build_kernel("matmul", [A, B], [C], schedule="default")
-    a = RNG.standard_normal((m, k)).astype(np.float32)
-    b = RNG.standard_normal((k, n)).astype(np.float32)
-    out = np.empty((m, n), np.float32)
-    np.testing.assert_allclose(kernel(a, b, out=[out]), a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+    check_matmul(m, k, n)
 
 
-def test_template_choices_for_a_conv():
-    """The conv template vectorizes over output channels and blocks output pixels."""
-    model = conv_model(7, 16, 32, 3, 1, 1, 1)
-    module = xweave.load_onnx(model)
-    from xweave.pipeline import CompileOptions, cpu_stages
-    from xdsl.passes import PassPipeline
-    from xweave.context import make_context
-
+def conv_kernel_info():
+    """The analysis of a 3x3 conv's kernel (16 -> 32 channels, 7x7) at the loop stage."""
+    module = xweave.load_onnx(conv_model(7, 16, 32, 3, 1, 1, 1))
     stages = cpu_stages(CompileOptions())
     names = [s.name for s in stages]
     for stage in stages[: names.index("loop") + 1]:
         PassPipeline(stage.passes).apply(make_context(), module)
     kernel = next(f for f in module.ops if isinstance(f, func.FuncOp) and "xweave.kernel" in f.attributes
                   and "conv2d" in f.sym_name.data)
-    info = analyse(kernel)
+    return analyse(kernel)
+
+
+def test_template_choices_for_a_conv():
+    """The conv template vectorizes over output channels and blocks output pixels."""
+    info = conv_kernel_info()
     template = template_for(info)
     config = template.default_config(info)
     assert template.name == "blocked-reduction"
@@ -269,20 +262,7 @@ def test_k_blocked_tile_reads_the_output_at_the_write_back():
 
 def test_no_k_blocking_with_an_epilogue_or_several_reductions():
     # conv (three reductions) and dense+bias (an epilogue on the tile) keep one k loop
-    model = conv_model(7, 16, 32, 3, 1, 1, 1)
-    module = xweave.load_onnx(model)
-    from xdsl.passes import PassPipeline
-
-    from xweave.context import make_context
-    from xweave.pipeline import CompileOptions, cpu_stages
-
-    stages = cpu_stages(CompileOptions())
-    names = [s.name for s in stages]
-    for stage in stages[: names.index("loop") + 1]:
-        PassPipeline(stage.passes).apply(make_context(), module)
-    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp)
-                  and "xweave.kernel" in f.attributes and "conv2d" in f.sym_name.data)
-    info = analyse(kernel)
+    info = conv_kernel_info()
     template = template_for(info)
     assert template.knobs(info)["k_block"] == [0]
     assert template.default_config(info)["k_block"] == 0

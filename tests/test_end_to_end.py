@@ -1,26 +1,15 @@
 """ONNX models built with onnx.helper, compiled by xweave, compared with onnxruntime."""
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 
+from helpers import onnx_model
+
 RNG = np.random.default_rng(1234)
-
-
-def make_model(nodes, inputs, outputs, initializers, opset=13):
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in initializers.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    return onnx.shape_inference.infer_shapes(model)
 
 
 def weights(*shape, scale=0.2):
@@ -54,7 +43,7 @@ def conv_stack():
     ]
     init = {"w1": weights(8, 3, 3, 3), "b1": weights(8), "w2": weights(6, 4, 3, 3),
             "wf": weights(5, 6), "bf": weights(5)}
-    return make_model(nodes, [("x", [2, 3, 15, 13])], ["y"], init)
+    return onnx_model(nodes, [("x", [2, 3, 15, 13])], ["y"], init)
 
 
 def test_conv_relu_pool_gemm_stack():
@@ -71,7 +60,7 @@ def test_matmul_broadcast_add_mul_reshape():
     ]
     init = {"b": weights(2, 5, 7), "bias": weights(7), "scale": weights(4, 1, 1, 1),
             "shape": np.array([4, -1], dtype=np.int64)}
-    model = make_model(nodes, [("a", [4, 1, 3, 5])], ["y"], init)
+    model = onnx_model(nodes, [("a", [4, 1, 3, 5])], ["y"], init)
     check(model, {"a": RNG.standard_normal((4, 1, 3, 5)).astype(np.float32)})
 
 
@@ -81,7 +70,7 @@ def test_two_inputs_two_outputs_and_passthrough_output():
         helper.make_node("Relu", ["s"], ["r"], name="relu"),
         helper.make_node("Mul", ["r", "a"], ["y"], name="mul"),
     ]
-    model = make_model(nodes, [("a", [3, 4]), ("b", [1, 4])], ["y", "r"], {})
+    model = onnx_model(nodes, [("a", [3, 4]), ("b", [1, 4])], ["y", "r"], {})
     feeds = {"a": RNG.standard_normal((3, 4)).astype(np.float32),
              "b": RNG.standard_normal((1, 4)).astype(np.float32)}
     check(model, feeds)
@@ -122,7 +111,7 @@ def test_every_stage_interprets_like_onnxruntime(tmp_path):
         helper.make_node("Relu", ["c"], ["r"], name="relu"),
         helper.make_node("GlobalAveragePool", ["r"], ["y"], name="gap"),
     ]
-    model = make_model(nodes, [("x", [1, 2, 5, 5])], ["y"], {"w": weights(3, 2, 3, 3)})
+    model = onnx_model(nodes, [("x", [1, 2, 5, 5])], ["y"], {"w": weights(3, 2, 3, 3)})
     x = RNG.standard_normal((1, 2, 5, 5)).astype(np.float32)
     (expected,) = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
 
@@ -149,19 +138,6 @@ def test_every_stage_interprets_like_onnxruntime(tmp_path):
 # --------------------------------------------------------------------------------------
 # Blocks of the models people bring: a transformer encoder, MobileNet v2/v3 blocks
 # --------------------------------------------------------------------------------------
-
-
-def make_model_io(nodes, inputs, outputs, initializers, opset):
-    """Like make_model, with (name, shape) inputs that may be int64 (a dtype third)."""
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in initializers.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8 if opset < 18 else 9
-    return model
 
 
 def _layer_norm_nodes(x, out, scale, bias, decomposed, opset, tag):
@@ -266,7 +242,7 @@ def transformer_encoder(opset, batch=2, seq=4, dim=8, heads=2, hidden=16):
         "last_axis": np.array([-1], np.int64), "sqrt2": np.array(np.sqrt(2), np.float32),
         "one": np.array(1.0, np.float32), "half": np.array(0.5, np.float32),
     }
-    return make_model_io(nodes, [("x", ["batch", seq, dim])], ["y"], init, opset)
+    return onnx_model(nodes, [("x", ["batch", seq, dim])], ["y"], init, opset, infer_shapes=False)
 
 
 @pytest.mark.parametrize("opset", [17, 20])
@@ -332,7 +308,8 @@ def inverted_residual(version, channels=8, expand=3, size=6):
     _conv_bn(nodes, init, "d_se" if version == 3 else "d", "p", hidden, channels, 1,
              tag="project")
     nodes.append(helper.make_node("Add", ["x", "p"], ["y"], name="residual"))
-    return make_model_io(nodes, [("x", [1, channels, size, size])], ["y"], init, 14)
+    return onnx_model(nodes, [("x", [1, channels, size, size])], ["y"], init, 14,
+                      infer_shapes=False)
 
 
 @pytest.mark.parametrize("version", [2, 3])

@@ -1,25 +1,13 @@
 """Fuzzing (seeded, bounded): mutated IR and malformed ONNX models end in a result or a
 clear error, never a crash, a traceback or a hang. `bench/fuzz.py` runs more cases."""
 
-import importlib.util
-import sys
 import warnings
-from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "fuzz.py"
+from helpers import load_bench
 
-
-def _load_fuzz():
-    spec = importlib.util.spec_from_file_location("xweave_bench_fuzz", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzz = _load_fuzz()
+fuzz = load_bench("fuzz")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 from xdsl.dialects import func
 from xdsl.passes import PassPipeline
 
@@ -20,6 +20,8 @@ from xweave.dialects.interpreters import interpret
 from xweave.layout import Layout, source_index, transform_array, transform_shape
 from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
 from xweave.pipeline import CompileOptions, cpu_stages
+
+from helpers import onnx_model
 
 RNG = np.random.default_rng(11)
 FILECHECK = Path(__file__).parent / "filecheck" / "passes" / "graph-alter-layout.mlir"
@@ -102,18 +104,6 @@ def test_pass_preserves_meaning(block):
 # --------------------------------------------------------------------------------------
 
 
-def make_model(nodes, inputs, outputs, initializers):
-    g = helper.make_graph(
-        nodes, "layout",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in initializers.items()],
-    )
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return onnx.shape_inference.infer_shapes(model)
-
-
 N = helper.make_node
 
 
@@ -136,7 +126,7 @@ def resnet_stem_and_block():
     init = {"w0": rand(16, 3, 7, 7, scale=0.2), "b0": rand(16), "w1": rand(16, 16, 3, 3, scale=0.1),
             "b1": rand(16), "w2": rand(16, 16, 3, 3, scale=0.1), "b2": rand(16),
             "wf": rand(10, 16), "bf": rand(10)}
-    return make_model(nodes, [("x", [1, 3, 32, 32])], ["y"], init), {"x": rand(1, 3, 32, 32)}
+    return onnx_model(nodes, [("x", [1, 3, 32, 32])], ["y"], init), {"x": rand(1, 3, 32, 32)}
 
 
 def inverted_residual():
@@ -154,7 +144,7 @@ def inverted_residual():
     init = {"we": rand(48, 24, 1, 1, scale=0.2), "wd": rand(48, 1, 3, 3, scale=0.3), "bd": rand(48),
             "wp": rand(24, 48, 1, 1, scale=0.2), "bp": rand(24), "s": rand(24, 1, 1),
             "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
-    return make_model(nodes, [("x", [1, 24, 10, 10])], ["y"], init), {"x": rand(1, 24, 10, 10)}
+    return onnx_model(nodes, [("x", [1, 24, 10, 10])], ["y"], init), {"x": rand(1, 24, 10, 10)}
 
 
 def fire_module():
@@ -175,7 +165,7 @@ def fire_module():
     init = {"ws": rand(16, 32, 1, 1, scale=0.2), "bs": rand(16), "w1": rand(32, 16, 1, 1, scale=0.2),
             "b1": rand(32), "w3": rand(32, 16, 3, 3, scale=0.1), "b3": rand(32),
             "wo": rand(10, 64, 1, 1, scale=0.2)}
-    return make_model(nodes, [("x", [1, 32, 13, 13])], ["y", "h"], init), {"x": rand(1, 32, 13, 13)}
+    return onnx_model(nodes, [("x", [1, 32, 13, 13])], ["y", "h"], init), {"x": rand(1, 32, 13, 13)}
 
 
 MODELS = {"resnet": (resnet_stem_and_block, 3), "mobilenet": (inverted_residual, 2),

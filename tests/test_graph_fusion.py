@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 from xdsl.dialects import func
 from xdsl.passes import PassPipeline
 
@@ -22,6 +22,8 @@ from xweave.passes.graph_fuse import GraphFusePass
 from xweave.pipeline import CompileOptions, cpu_stages
 from xweave.schedules import template_for
 from xweave.schedules.analysis import analyse
+
+from helpers import onnx_model
 
 RNG = np.random.default_rng(7)
 BIN = Path(sys.executable).parent
@@ -126,23 +128,11 @@ def test_max_depth_bounds_the_group():
 # --------------------------------------------------------------------------------------
 
 
-def make_model(nodes, inputs, outputs, initializers, opset=13):
-    g = helper.make_graph(
-        nodes, "fusion",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in initializers.items()],
-    )
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    return onnx.shape_inference.infer_shapes(model)
-
-
 def conv_bias_relu():
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["y"])]
     init = {"w": rand(16, 8, 3, 3, scale=0.2), "b": rand(16)}
-    return make_model(nodes, [("x", [1, 8, 10, 10])], ["y"], init), {"x": rand(1, 8, 10, 10)}
+    return onnx_model(nodes, [("x", [1, 8, 10, 10])], ["y"], init), {"x": rand(1, 8, 10, 10)}
 
 
 def residual_block():
@@ -162,7 +152,7 @@ def residual_block():
     ]
     init = {"w1": rand(8, 8, 3, 3, scale=0.2), "w2": rand(8, 8, 3, 3, scale=0.2),
             **bn("n1", 8), **bn("n2", 8)}
-    return make_model(nodes, [("x", [1, 8, 8, 8])], ["y"], init), {"x": rand(1, 8, 8, 8)}
+    return onnx_model(nodes, [("x", [1, 8, 8, 8])], ["y"], init), {"x": rand(1, 8, 8, 8)}
 
 
 def dense_gelu():
@@ -178,7 +168,7 @@ def dense_gelu():
         helper.make_node("Mul", ["m", "half"], ["y"]),
     ]
     init = {"w": rand(24, 16, scale=0.3), "b": rand(24), **const}
-    return make_model(nodes, [("x", [4, 16])], ["y"], init), {"x": rand(4, 16)}
+    return onnx_model(nodes, [("x", [4, 16])], ["y"], init), {"x": rand(4, 16)}
 
 
 def matmul_add_relu():
@@ -186,7 +176,7 @@ def matmul_add_relu():
              helper.make_node("Add", ["m", "b"], ["a"]),
              helper.make_node("Relu", ["a"], ["y"])]
     init = {"w": rand(16, 32, scale=0.3), "b": rand(32)}
-    return make_model(nodes, [("x", [8, 16])], ["y"], init), {"x": rand(8, 16)}
+    return onnx_model(nodes, [("x", [8, 16])], ["y"], init), {"x": rand(8, 16)}
 
 
 def elementwise_chain():
@@ -195,7 +185,7 @@ def elementwise_chain():
              helper.make_node("Mul", ["s", "x"], ["m"]),
              helper.make_node("Transpose", ["m"], ["t"], perm=[1, 0]),
              helper.make_node("Tanh", ["t"], ["y"])]
-    return (make_model(nodes, [("x", [6, 10]), ("z", [10])], ["y"], {}),
+    return (onnx_model(nodes, [("x", [6, 10]), ("z", [10])], ["y"], {}),
             {"x": rand(6, 10), "z": rand(10)})
 
 
@@ -208,7 +198,7 @@ def reduction_inputs():
         helper.make_node("ReduceSum", ["e", "axes"], ["y"], keepdims=1),
     ]
     init = {"k": np.array([0.5], np.float32), "axes": np.array([1], np.int64)}
-    return make_model(nodes, [("x", [6, 16])], ["y"], init), {"x": rand(6, 16)}
+    return onnx_model(nodes, [("x", [6, 16])], ["y"], init), {"x": rand(6, 16)}
 
 
 def softmax_epilogue():
@@ -223,7 +213,7 @@ def softmax_epilogue():
         helper.make_node("Div", ["e", "s"], ["z"]),
     ]
     init = {"k": np.array([0.5], np.float32), "axes": np.array([1], np.int64)}
-    return make_model(nodes, [("x", [6, 16])], ["y", "z"], init), {"x": rand(6, 16)}
+    return onnx_model(nodes, [("x", [6, 16])], ["y", "z"], init), {"x": rand(6, 16)}
 
 
 MODELS = {
@@ -284,7 +274,7 @@ def test_equal_groups_share_one_kernel():
              helper.make_node("Relu", ["c1"], ["r1"]),
              helper.make_node("Conv", ["r1", "w2"], ["c2"], kernel_shape=[1, 1]),
              helper.make_node("Relu", ["c2"], ["y"])]
-    model = make_model(nodes, [("x", [1, 8, 4, 4])], ["y"],
+    model = onnx_model(nodes, [("x", [1, 8, 4, 4])], ["y"],
                        {"w1": rand(8, 8, 1, 1), "w2": rand(8, 8, 1, 1)})
     module = lowered(model, True, "te")
     assert kernel_calls(module) == ["fused_conv2d_relu_0", "fused_conv2d_relu_0"]

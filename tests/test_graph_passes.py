@@ -5,7 +5,7 @@ onnxruntime) and removes work (fewer kernels)."""
 import numpy as np
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.ir import Block, Region
@@ -22,6 +22,8 @@ from xweave.passes.graph_cse import GraphCsePass
 from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
 from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
 from xweave.pipeline import CompileOptions, cpu_stages
+
+from helpers import onnx_model
 
 RNG = np.random.default_rng(4)
 
@@ -158,18 +160,6 @@ def test_cse_merges_weights_equal_by_value():
 # --------------------------------------------------------------------------------------
 
 
-def make_model(nodes, inputs, outputs, initializers):
-    g = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in initializers.items()],
-    )
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return model
-
-
 def w(*shape, scale=0.3):
     return (RNG.standard_normal(shape) * scale).astype(np.float32)
 
@@ -198,7 +188,8 @@ def conv_bn_relu():
     ]
     init = {"w1": w(4, 3, 3, 3), "b1": w(4), "w2": w(4, 2, 3, 3),
             **bn_params("bn1", 4), **bn_params("bn2", 4)}
-    return make_model(nodes, [("x", [1, 3, 8, 8])], ["y"], init), {"x": [1, 3, 8, 8]}, 2
+    return (onnx_model(nodes, [("x", [1, 3, 8, 8])], ["y"], init, infer_shapes=False),
+            {"x": [1, 3, 8, 8]}, 2)
 
 
 def gemm_bn():
@@ -206,7 +197,8 @@ def gemm_bn():
     nodes = [helper.make_node("Gemm", ["x", "wf", "bf"], ["g"], transB=1),
              bn("bn", "g", "y")]
     init = {"wf": w(5, 7), "bf": w(5), **bn_params("bn", 5)}
-    return make_model(nodes, [("x", [3, 7])], ["y"], init), {"x": [3, 7]}, 1
+    return (onnx_model(nodes, [("x", [3, 7])], ["y"], init, infer_shapes=False),
+            {"x": [3, 7]}, 1)
 
 
 def conv_mul_add():
@@ -216,7 +208,8 @@ def conv_mul_add():
              helper.make_node("Add", ["m", "h"], ["a"]),
              helper.make_node("Relu", ["a"], ["y"])]
     init = {"w1": w(4, 2, 3, 3), "k": w(4, 1, 1), "h": w(1, 4, 1, 1)}
-    return make_model(nodes, [("x", [1, 2, 6, 6])], ["y"], init), {"x": [1, 2, 6, 6]}, 2
+    return (onnx_model(nodes, [("x", [1, 2, 6, 6])], ["y"], init, infer_shapes=False),
+            {"x": [1, 2, 6, 6]}, 2)
 
 
 def conv_shared_bn():
@@ -225,7 +218,8 @@ def conv_shared_bn():
              bn("bn", "c", "n"),
              helper.make_node("Add", ["n", "c"], ["y"])]
     init = {"w1": w(3, 3, 1, 1), **bn_params("bn", 3)}
-    return make_model(nodes, [("x", [1, 3, 4, 4])], ["y"], init), {"x": [1, 3, 4, 4]}, 0
+    return (onnx_model(nodes, [("x", [1, 3, 4, 4])], ["y"], init, infer_shapes=False),
+            {"x": [1, 3, 4, 4]}, 0)
 
 
 def duplicate_weights():
@@ -239,7 +233,8 @@ def duplicate_weights():
              helper.make_node("Reshape", ["r1", "s2"], ["y"])]
     init = {"wa": weight, "wb": weight.copy(), "s1": np.array([4, 16], np.int64),
             "s2": np.array([8, 8], np.int64)}
-    return make_model(nodes, [("x", [1, 3, 6, 6])], ["y"], init), {"x": [1, 3, 6, 6]}, 2
+    return (onnx_model(nodes, [("x", [1, 3, 6, 6])], ["y"], init, infer_shapes=False),
+            {"x": [1, 3, 6, 6]}, 2)
 
 
 MODELS = [conv_bn_relu, gemm_bn, conv_mul_add, conv_shared_bn, duplicate_weights]
@@ -286,7 +281,8 @@ def test_graph_opt_is_in_the_pipeline_first():
 
 
 def test_onnx_model_is_unchanged_when_nothing_applies():
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2, 3])], ["y"], {})
+    model = onnx_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2, 3])], ["y"], {},
+                       infer_shapes=False)
     before = load_onnx(model)
     after = apply(before, *graph_opt_passes())
     assert str(after) == str(before)

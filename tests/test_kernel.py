@@ -6,18 +6,14 @@ import pytest
 import xweave
 from xweave import te
 
+from helpers import dense_bias_relu
+
 RNG = np.random.default_rng(3)
 
 
 def test_matmul_bias_relu():
     m, k_extent, n = 13, 9, 11
-    A = te.placeholder((m, k_extent), "float32", name="A")
-    B = te.placeholder((k_extent, n), "float32", name="B")
-    bias = te.placeholder((n,), "float32", name="bias")
-    k = te.reduce_axis(k_extent, name="k")
-    C = te.compute((m, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul")
-    D = te.compute((m, n), lambda i, j: te.max(C[i, j] + bias[j], 0.0), name="relu")
-    f = xweave.build_kernel("matmul_relu", [A, B, bias], [D])
+    f = xweave.build_kernel("matmul_relu", *dense_bias_relu(m, k_extent, n))
     a, b, c = (RNG.standard_normal(s).astype(np.float32) for s in ((m, k_extent), (k_extent, n), (n,)))
     np.testing.assert_allclose(f(a, b, c), np.maximum(a @ b + c, 0), rtol=1e-5, atol=1e-6)
     assert "loop.for" in f.loop_ir

@@ -13,11 +13,10 @@ ONNX model's graph ops with convert-graph-to-te's own operator builders, as one 
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.passes import PassPipeline
@@ -36,21 +35,11 @@ from xweave.passes.loop_regions import restore_on_failure
 from xweave.lowering.llvm_codegen import compile_llvm
 from xweave.runtime.jit import load_object
 
+from helpers import onnx_model, schedule
+
 RNG = np.random.default_rng(3)
 
 # --- models -------------------------------------------------------------------------------
-
-
-def make_model(nodes, inputs, outputs, initializers):
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in initializers.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return onnx.shape_inference.infer_shapes(model)
 
 
 def weights(*shape):
@@ -62,7 +51,7 @@ def gemm_relu(m=12, n=32, k=8, relu=True):
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g" if relu else "y"], transB=1)]
     if relu:
         nodes.append(helper.make_node("Relu", ["g"], ["y"]))
-    return make_model(nodes, [("x", [m, k])], ["y"], {"w": weights(n, k), "b": weights(n)})
+    return onnx_model(nodes, [("x", [m, k])], ["y"], {"w": weights(n, k), "b": weights(n)})
 
 
 def conv_relu(c=3, o=8, h=8, w=8, pads=(1, 1, 1, 1), bias=True, relu=True):
@@ -75,14 +64,14 @@ def conv_relu(c=3, o=8, h=8, w=8, pads=(1, 1, 1, 1), bias=True, relu=True):
     init = {"w": weights(o, c, 3, 3)}
     if bias:
         init["b"] = weights(o)
-    return make_model(nodes, [("x", [1, c, h, w])], ["y"], init)
+    return onnx_model(nodes, [("x", [1, c, h, w])], ["y"], init)
 
 
 def transpose_reshape_relu():
     nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
              helper.make_node("Reshape", ["t", "s"], ["r"]),
              helper.make_node("Relu", ["r"], ["y"])]
-    return make_model(nodes, [("x", [4, 6])], ["y"], {"s": np.array([3, 8], np.int64)})
+    return onnx_model(nodes, [("x", [4, 6])], ["y"], {"s": np.array([3, 8], np.int64)})
 
 
 # --- kernels and harness ------------------------------------------------------------------
@@ -145,13 +134,6 @@ class Kernel:
             for got, want in zip(outs, self.expected):
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         return scheduled
-
-
-def schedule(module: ModuleOp, spec: str) -> ModuleOp:
-    scheduled = module.clone()
-    PassPipeline.parse_spec(get_all_passes(), spec).apply(make_context(), scheduled)
-    scheduled.verify()
-    return scheduled
 
 
 def check_pipeline(model, spec: str) -> ModuleOp:
@@ -516,7 +498,7 @@ def test_random_conv_tiles(o, h, w, to, ty, cache_write):
 
 
 def matmul_model(m, k, n):
-    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", [m, k])], ["y"],
+    return onnx_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", [m, k])], ["y"],
                       {"w": weights(k, n)})
 
 

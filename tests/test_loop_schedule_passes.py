@@ -8,11 +8,10 @@ what a model computes. Hypothesis draws small convolutions and random schedules.
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -29,21 +28,11 @@ from xweave.passes import get_all_passes
 from xweave.passes.loop_unroll import LoopUnrollPass
 from xweave.lowering.llvm_codegen import compile_llvm
 
+from helpers import onnx_model, schedule
+
 RNG = np.random.default_rng(7)
 
 # --- models and harness -----------------------------------------------------------------
-
-
-def make_model(nodes, inputs, outputs, initializers=None):
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in (initializers or {}).items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return onnx.shape_inference.infer_shapes(model)
 
 
 def weights(*shape):
@@ -53,14 +42,14 @@ def weights(*shape):
 def dense_model():
     """Gemm with bias: kernel stages dense (i, j, reduce k) and bias_add (i, j)."""
     node = helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)
-    return make_model([node], [("x", [3, 7])], ["y"], {"w": weights(5, 7), "b": weights(5)})
+    return onnx_model([node], [("x", [3, 7])], ["y"], {"w": weights(5, 7), "b": weights(5)})
 
 
 def conv_model(c=2, h=5, w=6, f=2, k=3, pads=(1, 2, 1, 0), strides=(2, 1)):
     """Conv with bias, padding and stride: stages pad, conv2d (n, o, y, x, rc, ry, rx)."""
     node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k, k],
                             pads=list(pads), strides=list(strides))
-    return make_model([node], [("x", [1, c, h, w])], ["y"],
+    return onnx_model([node], [("x", [1, c, h, w])], ["y"],
                       {"w": weights(f, c, k, k), "b": weights(f)})
 
 
@@ -71,26 +60,19 @@ def pool_model():
                          strides=[2, 2]),
         helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[2, 2], strides=[1, 1]),
     ]
-    return make_model(nodes, [("x", [1, 2, 7, 7])], ["y"])
+    return onnx_model(nodes, [("x", [1, 2, 7, 7])], ["y"])
 
 
 def elementwise_model():
     """Broadcast add then relu: stages add (i0, i1, i2), relu (i0, i1, i2)."""
     nodes = [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
-    return make_model(nodes, [("x", [2, 3, 5])], ["y"], {"b": weights(3, 1)})
+    return onnx_model(nodes, [("x", [2, 3, 5])], ["y"], {"b": weights(3, 1)})
 
 
 def loop_stage(model) -> ModuleOp:
     module = xweave.load_onnx(model)
     PassPipeline((ConvertGraphToTePass(), ConvertTeToLoopPass())).apply(make_context(), module)
     return module
-
-
-def schedule(module: ModuleOp, spec: str) -> ModuleOp:
-    scheduled = module.clone()
-    PassPipeline.parse_spec(get_all_passes(), spec).apply(make_context(), scheduled)
-    scheduled.verify()
-    return scheduled
 
 
 def output_buffers(module: ModuleOp, inputs) -> list[np.ndarray]:
@@ -336,7 +318,7 @@ def test_random_conv_schedules_match_the_interpreter(case):
        unroll=st.booleans())
 def test_random_dense_tilings_match_the_interpreter(m, n, kk, fi, fj, order, unroll):
     node = helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)
-    model = make_model([node], [("x", [m, kk])], ["y"], {"w": weights(n, kk), "b": weights(n)})
+    model = onnx_model([node], [("x", [m, kk])], ["y"], {"w": weights(n, kk), "b": weights(n)})
     spec = [f'loop-split{{loop="dense.i" factor={fi} guard=innermost}}',
             f'loop-split{{loop="dense.j" factor={fj} guard=innermost}}']
     outer = {"i": "dense.i.outer", "j": "dense.j.outer", "k": "dense.k"}
@@ -349,6 +331,6 @@ def test_random_dense_tilings_match_the_interpreter(m, n, kk, fi, fj, order, unr
 
 def test_unroll_refuses_more_than_64_iterations_by_default():
     assert LoopUnrollPass(loop="x").max_extent == 64
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [65])], ["y"])
+    model = onnx_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [65])], ["y"])
     with pytest.raises(PassFailedException, match=r"65 iterations, more than max-extent=64"):
         apply(loop_stage(model), 'loop-unroll{loop="relu.i0"}')

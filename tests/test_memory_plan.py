@@ -28,6 +28,8 @@ from xweave.passes.memory_plan import (
 from xweave.pipeline import CompileOptions, cpu_stages
 from xweave.pipeline import compile_lowered, signature_of
 
+from helpers import load_bench
+
 RNG = np.random.default_rng(0)
 
 
@@ -236,20 +238,9 @@ def test_export_load_keeps_the_plan(branchy, tmp_path):
     np.testing.assert_allclose(a[0], expected[0], rtol=1e-4, atol=1e-5)
 
 
-def _bench_models():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).parent.parent / "bench" / "models.py"
-    spec = importlib.util.spec_from_file_location("xweave_bench_models_mp", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_transformer_encoder_identical_with_and_without_planning():
     """Attention: reshapes, transposes, batched matmuls, softmax, layer norms."""
-    models = _bench_models()
+    models = load_bench("models")
     model = models.build("bert_encoder", layers=1, seq=8, hidden=32, heads=4, ffn=64)
     feeds = models.random_inputs(model)
     planned, planned_ir = compile_model(model, plan=True)

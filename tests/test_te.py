@@ -21,6 +21,8 @@ from xweave.dialects import te as te_ops
 from xweave.dialects.interpreters import interpret
 from xweave.dialects.interpreters import te as te_interp
 
+from helpers import dense_bias_relu
+
 RNG = np.random.default_rng(0)
 
 
@@ -55,13 +57,7 @@ def assert_roundtrips(op) -> None:
 
 
 def dense_relu(m=8, k=6, n=5):
-    A = te.placeholder((m, k), "float32", name="A")
-    B = te.placeholder((k, n), "float32", name="B")
-    bias = te.placeholder((n,), "float32", name="bias")
-    rk = te.reduce_axis(k, name="k")
-    C = te.compute((m, n), lambda i, j: te.sum(A[i, rk] * B[rk, j], axis=rk), name="matmul")
-    D = te.compute((m, n), lambda i, j: te.max(C[i, j] + bias[j], 0.0), name="relu")
-    return te.create_kernel("dense_relu", [A, B, bias], [D])
+    return te.create_kernel("dense_relu", *dense_bias_relu(m, k, n))
 
 
 def conv2d(n=1, c=3, h=7, w=6, f=4, kh=3, kw=3, stride=2, pad=1):

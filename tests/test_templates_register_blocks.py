@@ -58,6 +58,20 @@ def reference(x, w, b, stride, pad):
     return y
 
 
+def check_conv_kernel(inputs, out, steps, size, k, stride, pad, epilogue):
+    """The conv of `nchwc_conv(size, 2, 2, k, stride, pad, epilogue)` compiled with the
+    schedule `steps`, run on random data and checked against numpy; the kernel."""
+    kernel = build_kernel("conv", inputs, [out], schedule=",".join(steps))
+    x = RNG.standard_normal((1, 2, size, size, 16)).astype(np.float32)
+    w = (RNG.standard_normal((2, 2, k, k, 16, 16)) * 0.1).astype(np.float32)
+    b = RNG.standard_normal((2, 16)).astype(np.float32) if epilogue else None
+    out_size = (size + 2 * pad - k) // stride + 1
+    result = np.full((1, 2, out_size, out_size, 16), np.nan, np.float32)
+    kernel(*([x, w] + ([b] if epilogue else [])), out=[result])
+    np.testing.assert_allclose(result, reference(x, w, b, stride, pad), rtol=1e-4, atol=1e-4)
+    return kernel
+
+
 def kernel_info(inputs, out):
     module = lower_kernel_to_loop("conv", inputs, [out])
     kernel = next(f for f in module.ops if isinstance(f, func.FuncOp))
@@ -109,14 +123,7 @@ def test_pixel_blocks_compute_the_conv(size, stride, pad, k, outer, rows, epilog
     steps = template.pipeline(info, config)
     y = info.stages[-1].spatial[2][0]  # the output's rows, split by `outer`
     assert any(s.startswith(f'loop-split{{loop="{y}" factor={outer}') for s in steps)
-    kernel = build_kernel("conv", inputs, [out], schedule=",".join(steps))
-    x = RNG.standard_normal((1, 2, size, size, 16)).astype(np.float32)
-    w = (RNG.standard_normal((2, 2, k, k, 16, 16)) * 0.1).astype(np.float32)
-    b = RNG.standard_normal((2, 16)).astype(np.float32) if epilogue else None
-    out_size = (size + 2 * pad - k) // stride + 1
-    result = np.full((1, 2, out_size, out_size, 16), np.nan, np.float32)
-    kernel(*([x, w] + ([b] if epilogue else [])), out=[result])
-    np.testing.assert_allclose(result, reference(x, w, b, stride, pad), rtol=1e-4, atol=1e-4)
+    kernel = check_conv_kernel(inputs, out, steps, size, k, stride, pad, epilogue)
     # the register block stays in vector registers: 8-lane FMAs on the local tile
     assert "vector.fma" in kernel.loop_ir
 
@@ -170,13 +177,7 @@ def test_ragged_tiles_compute_whole(size, stride, pad, k, epilogue):
     module = lower_kernel_to_loop("conv", inputs, [out])
     assert apply_steps(module, steps, skip_illegal=True) == steps  # nothing skipped
     assert _reduction_guards(str(module)) == 0
-    kernel = build_kernel("conv", inputs, [out], schedule=",".join(steps))
-    x = RNG.standard_normal((1, 2, size, size, 16)).astype(np.float32)
-    w = (RNG.standard_normal((2, 2, k, k, 16, 16)) * 0.1).astype(np.float32)
-    b = RNG.standard_normal((2, 16)).astype(np.float32) if epilogue else None
-    result = np.full((1, 2, out_size, out_size, 16), np.nan, np.float32)
-    kernel(*([x, w] + ([b] if epilogue else [])), out=[result])
-    np.testing.assert_allclose(result, reference(x, w, b, stride, pad), rtol=1e-4, atol=1e-4)
+    check_conv_kernel(inputs, out, steps, size, k, stride, pad, epilogue)
 
 
 def test_reduction_guards_counts_guards_in_the_reduction():
@@ -251,11 +252,4 @@ def test_blocks_beyond_16_registers_compute_the_conv(registers, size, stride, pa
               "tile_cols": 16}
     assert template.valid(info, config)
     steps = template.pipeline(info, config)
-    kernel = build_kernel("conv", inputs, [out], schedule=",".join(steps))
-    x = RNG.standard_normal((1, 2, size, size, 16)).astype(np.float32)
-    w = (RNG.standard_normal((2, 2, k, k, 16, 16)) * 0.1).astype(np.float32)
-    b = RNG.standard_normal((2, 16)).astype(np.float32) if epilogue else None
-    out_size = (size + 2 * pad - k) // stride + 1
-    result = np.full((1, 2, out_size, out_size, 16), np.nan, np.float32)
-    kernel(*([x, w] + ([b] if epilogue else [])), out=[result])
-    np.testing.assert_allclose(result, reference(x, w, b, stride, pad), rtol=1e-4, atol=1e-4)
+    check_conv_kernel(inputs, out, steps, size, k, stride, pad, epilogue)

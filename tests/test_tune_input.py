@@ -7,14 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 from xweave.records import (
@@ -26,22 +23,15 @@ from xweave.records import (
 )
 from xweave.log import NOTE, cli_logging
 
+from helpers import small_conv_model, wait_for_lines
+
 BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    graph = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3],
-                          pads=[1, 1, 1, 1])], "m",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
-        initializer=[numpy_helper.from_array(
-            rng.standard_normal((8, 4, 3, 3)).astype(np.float32), "w")])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     path = tmp_path_factory.mktemp("tune") / "conv.onnx"
-    onnx.save(m, path)
+    onnx.save(small_conv_model(), path)
     return path
 
 
@@ -78,12 +68,8 @@ def test_ctrl_c_is_one_line_exit_130_and_keeps_the_records(model, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 300
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if path.exists() and path.read_text().count("\n") >= 2:
-                break
-            time.sleep(0.05)
+        wait_for_lines(proc, path, 2)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
