@@ -7,17 +7,14 @@ Every test gets a compile cache of its own, empty (`XWEAVE_CACHE_DIR`), and fixt
 broader than a test one of the session's: no test writes the user's cache or loads an
 entry another test (or an older build) left behind.
 
-Builders shared by several test files live in tests/helpers.py: pytest's importlib
-import mode puts no test directory on `sys.path`, so this file does."""
+Builders shared by several test files live in tests/helpers.py (on `sys.path` through
+pyproject's pytest `pythonpath`)."""
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
 os.environ["XWEAVE_TARGET"] = "llvm -mcpu=znver3"
-sys.path.append(str(Path(__file__).parent))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -1,5 +1,5 @@
 """Builders and runners shared by several test files (`from helpers import ...`;
-tests/conftest.py puts this directory on `sys.path`)."""
+on `sys.path` through pyproject's pytest `pythonpath`)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,6 @@
 CPU segments through LLVM; checked against onnxruntime (float) and bit for bit against
 the numpy int8 emulation of the same quantized graph."""
 
-import contextlib
-import io
 import json
 import zipfile
 
@@ -15,24 +13,12 @@ from onnx import TensorProto, helper, numpy_helper
 import xweave
 from xweave.accel.offload import AcceleratorStep, CpuSegment
 from xweave.accel.vta.offload import compile_for_vta
-from xweave.cli import main
 from xweave.dialects.interpreters import interpret, make_interpreter
 from xweave.errors import XweaveError
 from xweave.runtime.hetero import AcceleratorStep as RunAcceleratorStep
 from xweave.runtime.hetero import HeteroModule
 
-
-
-def xweave_cli(*args) -> tuple[int, str, str]:
-    """`xweave ARGS` in this process (no interpreter start-up): exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
+from helpers import run_cli
 
 
 def make_model(nodes, inputs, output, initializers, rng):
@@ -56,7 +42,7 @@ def make_model(nodes, inputs, output, initializers, rng):
 
 def cnn(seed=0):
     """RGB conv (stays on the CPU) -> pool -> conv -> conv 1x1 -> global pool -> dense."""
-    conv = lambda x, w, b, y, k, **kw: helper.make_node(  # noqa: E731
+    conv = lambda x, w, b, y, k, **kw: helper.make_node(
         "Conv", [x, w, b], [y], kernel_shape=[k, k], **kw)
     nodes = [
         conv("data", "w1", "b1", "c1", 3, pads=[1, 1, 1, 1]),
@@ -105,7 +91,7 @@ def cnn_files(tmp_path_factory):
     model_path, module_path, calib = tmp / "cnn.onnx", tmp / "cnn.xwm", tmp / "calib.npz"
     onnx.save(cnn(), model_path)
     np.savez(calib, data=samples((1, 3, 16, 16), 16, seed=5))
-    code, out, err = xweave_cli("compile", model_path, "--target", "vta", "--calibration", calib,
+    code, out, err = run_cli("compile", model_path, "--target", "vta", "--calibration", calib,
                                 "-o", module_path)
     assert code == 0, err
     return model_path, module_path, out
@@ -142,7 +128,7 @@ def test_cli_compile_then_run_prints_simulated_time(cnn_files, tmp_path):
     assert [s["kind"] for s in manifest["steps"]] == [
         "cpu", "accelerator", "accelerator", "cpu", "accelerator", "cpu"]
     np.savez(tmp_path / "in.npz", data=samples((1, 3, 16, 16), 1, 9)[0])
-    code, out, err = xweave_cli("run", module_path, "-i", tmp_path / "in.npz",
+    code, out, err = run_cli("run", module_path, "-i", tmp_path / "in.npz",
                                 "-o", tmp_path / "out.npz", "--print-time", "--repeat", "1")
     assert code == 0, err
     lines = out.splitlines()
@@ -162,16 +148,16 @@ def test_cli_compile_then_run_prints_simulated_time(cnn_files, tmp_path):
 def test_cli_run_draws_the_accelerator_timeline(cnn_files, tmp_path):
     model_path, module_path, _ = cnn_files
     png = tmp_path / "timeline.png"
-    code, out, err = xweave_cli("run", module_path, "--timeline", png)
+    code, out, err = run_cli("run", module_path, "--timeline", png)
     assert code == 0, err
     assert f"wrote {png}" in out and png.stat().st_size > 5000
     # A CPU-only module, or a file name that is no image: one line, nothing written.
     cpu = tmp_path / "cpu.so"
-    assert xweave_cli("compile", model_path, "-o", cpu)[0] == 0
+    assert run_cli("compile", model_path, "-o", cpu)[0] == 0
     for args, match in (((cpu, "--timeline", tmp_path / "t.png"), "runs on the CPU only"),
                         ((module_path, "--timeline", tmp_path / "t.npz"),
                          "expected an image file")):
-        code, out, err = xweave_cli("run", *args)
+        code, out, err = run_cli("run", *args)
         assert code != 0 and match in err and len(err.splitlines()) == 1, err
         assert not (tmp_path / "t.png").exists() and not (tmp_path / "t.npz").exists()
 
@@ -262,15 +248,15 @@ def test_bad_calibration_is_a_clear_error(tmp_path):
 
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
-    code, _, err = xweave_cli("compile", path, "--target", "vta", "-o", tmp_path / "m.xwm")
+    code, _, err = run_cli("compile", path, "--target", "vta", "-o", tmp_path / "m.xwm")
     assert code == 2 and "Traceback" not in err
     assert "needs calibration inputs (--calibration FILE.npz)" in err
     (tmp_path / "bad.npz").write_text("not a zip")
-    code, _, err = xweave_cli("compile", path, "--target", "vta", "--calibration",
+    code, _, err = run_cli("compile", path, "--target", "vta", "--calibration",
                               tmp_path / "bad.npz", "-o", tmp_path / "m.xwm")
     assert code == 2 and "Traceback" not in err
     assert "bad.npz: cannot read calibration inputs" in err
-    code, _, err = xweave_cli("compile", path, "--target", "vta", "--calibration",
+    code, _, err = run_cli("compile", path, "--target", "vta", "--calibration",
                               tmp_path / "missing.npz", "-o", tmp_path / "m.xwm")
     assert code == 2 and "missing.npz: no such file" in err
     assert not (tmp_path / "m.xwm").exists()
