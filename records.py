@@ -289,6 +289,20 @@ def load_records(path: str | os.PathLike) -> list[dict]:
     return records
 
 
+def read_records(path: str | os.PathLike) -> tuple[list[dict], list[warnings.WarningMessage]]:
+    """The records of a file, and the `RecordWarning`s about the lines `load_records`
+    skipped, caught so that the caller can judge the file (other warnings pass on);
+    raises OSError when the file cannot be read."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RecordWarning)
+        records = load_records(path)
+    skipped = [w for w in caught if issubclass(w.category, RecordWarning)]
+    for w in caught:
+        if not issubclass(w.category, RecordWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return records, skipped
+
+
 def load_model_checks(path: str | os.PathLike) -> dict[str, dict]:
     """Workload key -> its latest model check in the file (bad lines are ignored:
     `load_records` warns about them)."""

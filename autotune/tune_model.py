@@ -50,6 +50,7 @@ from xweave.records import (
     load_many,
     load_model_checks,
     load_records,
+    read_records,
     same_target,
     target_info,
     task_target,
@@ -83,8 +84,6 @@ def check_records_file(path: str | os.PathLike, must_exist: bool = False) -> Non
         if must_exist:
             raise TuneError(f"{path}: no such tuning-records file")
         return
-    from xweave.schedules.tuned import read_records  # lazy: see the note above
-
     try:
         records, skipped = read_records(p)
     except OSError as e:

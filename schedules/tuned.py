@@ -35,7 +35,7 @@ from xweave.records import (
     RecordWarning,
     best_per_workload,
     load_model_checks,
-    load_records,
+    read_records,
     record_target,
     same_target,
     target_info,
@@ -45,20 +45,6 @@ from xweave.schedules.workload import kernel_key, retarget, split_pipeline
 
 class TuningRecordsError(XweaveError):
     """A tuning-records file that cannot be used (missing, unreadable, no records)."""
-
-
-def read_records(path: Path) -> tuple[list[dict], list[warnings.WarningMessage]]:
-    """The records of a file, and the `RecordWarning`s about the lines `load_records`
-    skipped, caught so that the caller can judge the file (other warnings pass on);
-    raises OSError when the file cannot be read."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RecordWarning)
-        records = load_records(path)
-    skipped = [w for w in caught if issubclass(w.category, RecordWarning)]
-    for w in caught:
-        if not issubclass(w.category, RecordWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return records, skipped
 
 
 class TunedSchedules:

@@ -18,7 +18,7 @@ loop.for %i = 0 to 64 step 4 parallel {
 ```
 
 Loops carry no values: accumulation goes through memory (LLVM promotes small local
-buffers to registers). Scalar math is `arith`/`math`, conditionals `scf.if`, and
+buffers to registers). Scalar math is `arith`/`math`, conditionals `scf.if`, and vectors `vector`.
 
 The ops and attributes are importable from here; each concept has its module:
 `attributes` (loop kinds, memory scopes), `loops`, `buffers` (allocation, globals,
