@@ -563,30 +563,26 @@ class OffloadTarget:
                               f" (it takes: {', '.join(self.options) or 'none'})")
 
 
-_TARGETS: dict[str, OffloadTarget] = {}
+_TARGETS: plugins.Registry[OffloadTarget] = plugins.Registry("a target", XweaveError)
 
 
 def register_target(target: OffloadTarget, *, replace: bool = False) -> OffloadTarget:
     """Make `xweave.build(..., target=target.name)` compile for this accelerator."""
-    if target.name in _TARGETS and not replace and _TARGETS[target.name] is not target:
-        raise XweaveError(f"a target named '{target.name}' is already registered")
-    _TARGETS[target.name] = target
-    return target
+    return _TARGETS.register(target.name, target, replace)
 
 
 def offload_target(name: str) -> OffloadTarget:
     """The registered accelerator target `name` (built-in ones are loaded on demand)."""
-    if name not in _TARGETS:
-        plugins.load(name)
-    if name not in _TARGETS:
+    target = _TARGETS.lookup(name)
+    if target is None:
         raise XweaveError(f"unknown target '{name}' (available: llvm [-mcpu=NAME "
                           f"-mattr=+f,-g], {', '.join(target_names())})")
-    return _TARGETS[name]
+    return target
 
 
 def target_names() -> list[str]:
     """The accelerator targets: registered, or built in (loaded on first use)."""
-    return sorted(set(_TARGETS) | set(plugins.BUILTIN))
+    return _TARGETS.names()
 
 
 # --------------------------------------------------------------------------------------

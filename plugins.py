@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,3 +41,36 @@ def load(name: str) -> bool:
         return False
     importlib.import_module(plugin.module)  # lazy by design: a plug-in is loaded by name
     return True
+
+
+class Registry(Generic[T]):
+    """Plug-ins' items by name: those registered, and those of the built-in plug-ins
+    (imported when their name is first looked up)."""
+
+    def __init__(self, kind: str, error: type[Exception]):
+        self.kind = kind
+        """What an item is, with its article ("an accelerator"), for messages."""
+        self.error = error
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str, item: T, replace: bool = False) -> T:
+        """Make `item` known as `name`; another item of that name is an error unless
+        `replace`."""
+        if name in self._items and not replace and self._items[name] is not item:
+            raise self.error(f"{self.kind} named '{name}' is already registered")
+        self._items[name] = item
+        return item
+
+    def lookup(self, name: str) -> T | None:
+        """The item `name` (a built-in plug-in's is imported first), or None."""
+        if name not in self._items:
+            load(name)
+        return self._items.get(name)
+
+    def registered(self) -> list[T]:
+        """The items registered so far (a built-in plug-in's only once loaded)."""
+        return list(self._items.values())
+
+    def names(self) -> list[str]:
+        """Every name: registered, or of a built-in plug-in (loaded on first use)."""
+        return sorted(set(self._items) | set(BUILTIN))

@@ -171,37 +171,31 @@ class Accelerator:
             ) from None
 
 
-_REGISTRY: dict[str, Accelerator] = {}
+_ACCELERATORS: plugins.Registry[Accelerator] = plugins.Registry("an accelerator", AcceleratorError)
 
 
 def register_accelerator(acc: Accelerator, *, replace: bool = False) -> Accelerator:
     """Make `acc` known by its name (to `tensorize`, `virtual-threads`, lowering)."""
-    if acc.name in _REGISTRY and not replace and _REGISTRY[acc.name] is not acc:
-        raise AcceleratorError(f"an accelerator named {acc.name!r} is already registered")
-    _REGISTRY[acc.name] = acc
-    return acc
+    return _ACCELERATORS.register(acc.name, acc, replace)
 
 
 def get_accelerator(name: str) -> Accelerator:
     """The registered accelerator `name` (built-in ones are loaded on demand)."""
-    if name not in _REGISTRY:
-        plugins.load(name)
-    try:
-        return _REGISTRY[name]
-    except KeyError:
+    acc = _ACCELERATORS.lookup(name)
+    if acc is None:
         raise AcceleratorError(
-            f"unknown accelerator {name!r}; known: {', '.join(list_accelerators())}"
-        ) from None
+            f"unknown accelerator {name!r}; known: {', '.join(list_accelerators())}")
+    return acc
 
 
 def list_accelerators() -> list[str]:
     """The accelerators: registered, or built in (loaded on first use)."""
-    return sorted(set(_REGISTRY) | set(plugins.BUILTIN))
+    return _ACCELERATORS.names()
 
 
 def registered_accelerators() -> list[Accelerator]:
     """The accelerators registered so far (built-in ones only once loaded)."""
-    return list(_REGISTRY.values())
+    return _ACCELERATORS.registered()
 
 
 def find_intrinsic(qualified: str) -> tuple[Accelerator, TensorIntrinsic]:
