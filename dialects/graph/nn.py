@@ -5,22 +5,17 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, TensorType, i64
+from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import (
-    base,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    prop_def,
-    result_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def
 
 from xweave.dialects.graph.base import (
     GraphOperation,
     PatternKind,
     _element,
     _i64_array,
+    _i64_array_prop,
+    _int_prop,
     _shape,
     _tensor,
     pattern_kind_def,
@@ -66,10 +61,10 @@ class _WeightedOp(GraphOperation, abc.ABC):
 class _WindowOp(_WeightedOp, abc.ABC):
     """A weighted op sliding a window over the image: strides, pads, dilations, groups."""
 
-    strides = prop_def(DenseArrayBase.constr(i64))
-    pads = prop_def(DenseArrayBase.constr(i64))
-    dilations = prop_def(DenseArrayBase.constr(i64))
-    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    strides = _i64_array_prop()
+    pads = _i64_array_prop()
+    dilations = _i64_array_prop()
+    groups = _int_prop()
 
     @staticmethod
     def _window_properties(strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
@@ -268,7 +263,7 @@ class ConvTranspose2dOp(_WindowOp):
 
     name = "graph.conv_transpose2d"
 
-    output_padding = prop_def(DenseArrayBase.constr(i64))
+    output_padding = _i64_array_prop()
 
     def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None = None, *,
                  output_padding: Sequence[int] = (0, 0), **window):
