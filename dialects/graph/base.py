@@ -195,6 +195,16 @@ class TensorToTensorOperation(GraphOperation, abc.ABC):
         )
 
 
+class LhsRhsOperation(GraphOperation, abc.ABC):
+    """Two operands, lhs and rhs, and one result: `graph.add %a, %b : (...) -> ...`."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+
 def _check_axis(op: GraphOperation, axis: int, rank: int) -> None:
     if not 0 <= axis < rank:
         raise op._fail(f"axis {axis} is out of range for rank {rank}")

@@ -19,6 +19,7 @@ from xdsl.irdl import (
 
 from xweave.dialects.graph.base import (
     GraphOperation,
+    LhsRhsOperation,
     PatternKind,
     TensorToTensorOperation,
     _element,
@@ -36,23 +37,21 @@ from xweave.dialects.graph.shapes import broadcast_shape
 # --------------------------------------------------------------------------------------
 
 
-class BinaryOperation(GraphOperation, abc.ABC):
+class BinaryOperation(LhsRhsOperation, abc.ABC):
     """Elementwise binary op with numpy broadcasting; result type = broadcast shape."""
 
     pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
-
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
         if result_type is None:
             shape = broadcast_shape(_shape(lhs), _shape(rhs))
             assert shape is not None, f"{self.name}: operand shapes do not broadcast"
-            result_type = _tensor(lhs.type.element_type, shape)  # pyright: ignore
+            result_type = _tensor(self._result_element(lhs), shape)
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def _result_element(self, lhs: SSAValue) -> Attribute:
+        """The element type of a result built from the operands."""
+        return _element(lhs)
 
     def verify_shapes(self) -> None:
         a, b = _shape(self.lhs), _shape(self.rhs)
@@ -431,12 +430,8 @@ class XorOp(_LogicalOperation):
 class CompareOperation(BinaryOperation, abc.ABC):
     """Elementwise comparison with broadcasting: operands of one type, an i1 result."""
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
-        if result_type is None:
-            shape = broadcast_shape(_shape(lhs), _shape(rhs))
-            assert shape is not None, f"{self.name}: operand shapes do not broadcast"
-            result_type = _tensor(i1, shape)
-        super().__init__(lhs, rhs, result_type)
+    def _result_element(self, lhs: SSAValue) -> Attribute:
+        return i1
 
     def verify_element_types(self) -> None:
         self._expect_one_element_type([self.lhs, self.rhs])

@@ -11,6 +11,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_d
 
 from xweave.dialects.graph.base import (
     GraphOperation,
+    LhsRhsOperation,
     PatternKind,
     _element,
     _i64_array,
@@ -226,17 +227,11 @@ class DenseOp(_WeightedOp):
 
 
 @irdl_op_definition
-class MatmulOp(GraphOperation):
+class MatmulOp(LhsRhsOperation):
     """numpy matmul of rank >= 2 tensors, broadcasting the batch dimensions."""
 
     name = "graph.matmul"
     pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
-
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
         if result_type is None:
