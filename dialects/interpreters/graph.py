@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math as pymath
 from collections.abc import Callable
 
 import numpy as np
@@ -23,6 +22,7 @@ from xweave.dialects.dtypes import numpy_dtype
 from xweave.dialects.graph.constants import constant_value
 from xweave.dialects.graph.shapes import pool2d_output_shape, window_output_size
 from xweave.dialects.graph.winograd import winograd_tiles
+from xweave.dialects.interpreters.numpy_ops import erf
 from xweave.layout import transform_array
 from xweave.winograd import winograd_matrices
 
@@ -165,10 +165,6 @@ def avg_pool2d(x, kernel, strides, pads, ceil_mode, count_include_pad) -> np.nda
 # --------------------------------------------------------------------------------------
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(pymath.erf, otypes=[np.float64])(x)
-
-
 def _softplus(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
@@ -177,7 +173,7 @@ def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
     x = x.astype(np.float64)
     if approximate == "tanh":
         return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1 + _erf(x / np.sqrt(2)))
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
 
 
 def _elu(x: np.ndarray, alpha: float) -> np.ndarray:
@@ -198,7 +194,7 @@ UNARY_FUNCTIONS: dict[type[Operation], Callable[[Operation, np.ndarray], np.ndar
     graph.AbsOp: lambda op, x: np.abs(x),
     graph.ClipOp: lambda op, x: np.minimum(np.maximum(x, _f(op, "min")), _f(op, "max")),
     graph.LogOp: lambda op, x: np.log(x),
-    graph.ErfOp: lambda op, x: _erf(x),
+    graph.ErfOp: lambda op, x: erf(x),
     graph.ReciprocalOp: lambda op, x: 1 / x,
     graph.SoftplusOp: lambda op, x: _softplus(x),
     graph.SoftsignOp: lambda op, x: x / (1 + np.abs(x)),

@@ -47,6 +47,7 @@ from xdsl.utils.exceptions import InterpretationError
 from xweave.dialects import loop
 from xweave.dialects.dtypes import numpy_dtype
 from xweave.dialects.graph.resources import resource_data
+from xweave.dialects.interpreters.numpy_ops import FLOAT_FUNCTIONS, MATH_FUNCTIONS
 
 def _cast(value: Any, type: Attribute) -> Any:
     """`value` as a value of `type`: numpy array for vectors, int for index, else numpy scalar."""
@@ -74,14 +75,6 @@ def _elementwise(fn: Callable[..., Any]):
 def _fused(a: Any, b: Any, c: Any) -> Any:
     """a * b + c with a single rounding (computed in f64, then cast by the caller)."""
     return np.asarray(a, np.float64) * b + np.asarray(c, np.float64)
-
-
-_erf = np.vectorize(pymath.erf, otypes=[np.float64])
-
-
-def _round_half_away(x: Any) -> Any:
-    """math.round: to the nearest integer, halfway cases away from zero."""
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
 def _unsigned(value: Any, type: Attribute) -> Any:
@@ -190,46 +183,10 @@ def _dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
 
 
 NUMPY_FUNCTIONS: dict[type[Operation], Callable[..., Any]] = {
-    # vector and math
     vector.FMAOp: _fused,
-    math.AbsFOp: np.abs,
-    math.AbsIOp: np.abs,
-    math.AtanOp: np.arctan,
-    math.Atan2Op: np.arctan2,
-    math.CeilOp: np.ceil,
-    math.CopySignOp: np.copysign,
-    math.CosOp: np.cos,
-    math.CoshOp: np.cosh,
-    math.ErfOp: _erf,
-    math.ExpOp: np.exp,
-    math.Exp2Op: np.exp2,
-    math.ExpM1Op: np.expm1,
-    math.FloorOp: np.floor,
     math.FmaOp: _fused,
-    math.LogOp: np.log,
-    math.Log10Op: np.log10,
-    math.Log1pOp: np.log1p,
-    math.Log2Op: np.log2,
-    math.PowFOp: np.power,
-    math.RoundOp: _round_half_away,
-    math.RoundEvenOp: np.rint,
-    math.RsqrtOp: lambda x: 1 / np.sqrt(x),
-    math.SinOp: np.sin,
-    math.SinhOp: np.sinh,
-    math.SqrtOp: np.sqrt,
-    math.TanOp: np.tan,
-    math.TanhOp: np.tanh,
-    math.TruncOp: np.trunc,
-    # arith on floats
-    arith.AddfOp: np.add,
-    arith.SubfOp: np.subtract,
-    arith.MulfOp: np.multiply,
-    arith.DivfOp: np.divide,
-    arith.NegfOp: np.negative,
-    arith.MaximumfOp: np.maximum,
-    arith.MinimumfOp: np.minimum,
-    arith.MaxnumfOp: np.fmax,
-    arith.MinnumfOp: np.fmin,
+    **MATH_FUNCTIONS,
+    **FLOAT_FUNCTIONS,
     # conversions: the cast to the result type, after rounding or reinterpreting
     arith.SIToFPOp: lambda x: x,
     arith.ExtFOp: lambda x: x,
