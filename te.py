@@ -382,64 +382,31 @@ def cast(value, dtype: str) -> Expr:
     return Cast(value, dtype)
 
 
-def exp(x) -> Expr:
-    """e ** x."""
-    return _unary("exp", x)
+def _math_function(name: str, doc: str) -> Callable[..., Expr]:
+    """The te function `name(x)`: the math op `name` of one float expression."""
+
+    def function(x) -> Expr:
+        return _unary(name, x)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
 
 
-def log(x) -> Expr:
-    """The natural logarithm."""
-    return _unary("log", x)
-
-
-def log1p(x) -> Expr:
-    """log(1 + x), accurate for small x."""
-    return _unary("log1p", x)
-
-
-def tanh(x) -> Expr:
-    """The hyperbolic tangent."""
-    return _unary("tanh", x)
-
-
-def sqrt(x) -> Expr:
-    """The square root."""
-    return _unary("sqrt", x)
-
-
-def erf(x) -> Expr:
-    """The error function."""
-    return _unary("erf", x)
-
-
-def floor(x) -> Expr:
-    """Round toward -inf."""
-    return _unary("floor", x)
-
-
-def ceil(x) -> Expr:
-    """Round toward +inf."""
-    return _unary("ceil", x)
-
-
-def round(x) -> Expr:  # noqa: A001
-    """Round to the nearest integer, halves to even (IEEE roundeven, ONNX Round)."""
-    return _unary("round", x)
-
-
-def sin(x) -> Expr:
-    """The sine."""
-    return _unary("sin", x)
-
-
-def cos(x) -> Expr:
-    """The cosine."""
-    return _unary("cos", x)
-
-
-def abs(x) -> Expr:  # noqa: A001
-    """The absolute value."""
-    return _unary("abs", x)
+exp = _math_function("exp", "e ** x.")
+log = _math_function("log", "The natural logarithm.")
+log1p = _math_function("log1p", "log(1 + x), accurate for small x.")
+tanh = _math_function("tanh", "The hyperbolic tangent.")
+sqrt = _math_function("sqrt", "The square root.")
+erf = _math_function("erf", "The error function.")
+floor = _math_function("floor", "Round toward -inf.")
+ceil = _math_function("ceil", "Round toward +inf.")
+round = _math_function(  # noqa: A001
+    "round", "Round to the nearest integer, halves to even (IEEE roundeven, ONNX Round)."
+)
+sin = _math_function("sin", "The sine.")
+cos = _math_function("cos", "The cosine.")
+abs = _math_function("abs", "The absolute value.")  # noqa: A001
 
 
 def sigmoid(x) -> Expr:
@@ -490,22 +457,23 @@ def reduce_min(value, axis) -> Reduce:
 max_reduce, min_reduce = reduce_max, reduce_min
 
 
+def _binary_or_reduce(fn: str, a, b, axis) -> Expr:
+    """The elementwise `fn` of `a` and `b`, or `a` reduced by `fn` over `axis`."""
+    if axis is None:
+        return _binary(fn, a, b)
+    if b is not None:
+        raise TypeError(f"te.{fn} takes either two operands or one operand and an axis")
+    return _reduce(fn, a, axis)
+
+
 def max(a, b=None, axis=None) -> Expr:  # noqa: A001
     """Elementwise maximum `te.max(a, b)`, or a reduction `te.max(a, axis=k)` as in TVM."""
-    if axis is not None:
-        if b is not None:
-            raise TypeError("te.max takes either two operands or one operand and an axis")
-        return reduce_max(a, axis)
-    return _binary("max", a, b)
+    return _binary_or_reduce("max", a, b, axis)
 
 
 def min(a, b=None, axis=None) -> Expr:  # noqa: A001
     """Elementwise minimum `te.min(a, b)`, or a reduction `te.min(a, axis=k)`."""
-    if axis is not None:
-        if b is not None:
-            raise TypeError("te.min takes either two operands or one operand and an axis")
-        return reduce_min(a, axis)
-    return _binary("min", a, b)
+    return _binary_or_reduce("min", a, b, axis)
 
 
 def reduce_axis(extent: int | tuple[int, int], name: str = "rv") -> ReduceAxis:

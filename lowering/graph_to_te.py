@@ -56,18 +56,16 @@ def _out_shape(op: Operation) -> tuple[int, ...]:
 Builder = Callable[[Operation, list[te.Tensor]], te.Tensor]
 
 
-def _conv2d(op, args):
-    p = _props(op)
-    bias = args[2] if len(args) > 2 else None
-    return nn.conv2d(args[0], args[1], bias, _out_shape(op), p["strides"], p["pads"],
-                     p["dilations"], p["groups"])
+def _convolution(kernel: Callable[..., te.Tensor]) -> Builder:
+    """The builder of a convolution op: data, weight, optional bias, then the window."""
 
+    def build(op: Operation, args: list[te.Tensor]) -> te.Tensor:
+        p = _props(op)
+        bias = args[2] if len(args) > 2 else None
+        return kernel(args[0], args[1], bias, _out_shape(op), p["strides"], p["pads"],
+                      p["dilations"], p["groups"])
 
-def _conv2d_nchwc(op, args):
-    p = _props(op)
-    bias = args[2] if len(args) > 2 else None
-    return nn.conv2d_nchwc(args[0], args[1], bias, _out_shape(op), p["strides"], p["pads"],
-                           p["dilations"], p["groups"])
+    return build
 
 
 def _max_pool(op, args):
@@ -80,13 +78,6 @@ def _avg_pool(op, args):
     p = _props(op)
     return nn.avg_pool2d(args[0], _out_shape(op), p["kernel"], p["strides"], p["pads"],
                          bool(p["count_include_pad"]))
-
-
-def _conv_transpose(op, args):
-    p = _props(op)
-    bias = args[2] if len(args) > 2 else None
-    return nn.conv_transpose2d(args[0], args[1], bias, _out_shape(op), p["strides"], p["pads"],
-                               p["dilations"], p["groups"])
 
 
 def _reduce(op, args):
@@ -120,11 +111,11 @@ def _winograd_input(op, args):
 
 
 BUILDERS: dict[str, Builder] = {
-    "graph.conv2d": _conv2d,
-    "graph.conv2d_nchwc": _conv2d_nchwc,
+    "graph.conv2d": _convolution(nn.conv2d),
+    "graph.conv2d_nchwc": _convolution(nn.conv2d_nchwc),
     "graph.layout_transform": lambda op, a: nn.layout_transform(a[0], _props(op)["src_layout"],
                                                                 _props(op)["dst_layout"]),
-    "graph.conv_transpose2d": _conv_transpose,
+    "graph.conv_transpose2d": _convolution(nn.conv_transpose2d),
     "graph.dense": lambda op, a: nn.dense(a[0], a[1], a[2] if len(a) > 2 else None),
     "graph.matmul": lambda op, a: nn.matmul(a[0], a[1], _out_shape(op)),
     "graph.clip": lambda op, a: nn.clip(a[0], _props(op)["min"], _props(op)["max"]),

@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntegerAttr,
     IntegerType,
     TensorType,
     f64,
@@ -19,7 +20,15 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, base, prop_def, traits_def
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    base,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -156,7 +165,44 @@ def _f64(value: float) -> FloatAttr:
 
 
 def _f64_prop():
+    """A property holding one f64 (an epsilon, an activation's alpha)."""
     return prop_def(FloatAttr.constr(base(Float64Type)))
+
+
+def _int_prop():
+    """A property holding one integer (an axis, a size, a flag as i1)."""
+    return prop_def(IntegerAttr.constr(type=base(IntegerType)))
+
+
+def _i64_array_prop():
+    """A property holding a list of integers (strides, pads, axes, a permutation)."""
+    return prop_def(DenseArrayBase.constr(i64))
+
+
+class TensorToTensorOperation(GraphOperation, abc.ABC):
+    """One input tensor, one result tensor of the op's shape rule, both types printed:
+    `graph.transpose %x {perm = ...} : tensor<2x3xf32> -> tensor<3x2xf32>`."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def _build(self, input: SSAValue, shape: Sequence[int], **properties: Attribute) -> None:
+        """Construct with a result of `shape` and input's element type."""
+        super().__init__(
+            operands=[input], result_types=[_tensor(_element(input), shape)], properties=properties
+        )
+
+
+class LhsRhsOperation(GraphOperation, abc.ABC):
+    """Two operands, lhs and rhs, and one result: `graph.add %a, %b : (...) -> ...`."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
 
 def _check_axis(op: GraphOperation, axis: int, rank: int) -> None:

@@ -6,32 +6,21 @@ import abc
 from collections.abc import Sequence
 from math import prod
 
-from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TensorType,
-    i64,
-)
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, i64
 from xdsl.ir import SSAValue
-from xdsl.irdl import (
-    base,
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-    var_operand_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
 
 from xweave.dialects.graph.base import (
     GraphOperation,
     PatternKind,
+    TensorToTensorOperation,
     _check_axis,
     _element,
     _f64,
     _f64_prop,
     _i64_array,
+    _i64_array_prop,
+    _int_prop,
     _shape,
     _tensor,
     pattern_kind_def,
@@ -40,25 +29,25 @@ from xweave.dialects.graph.shapes import broadcast_shape, gather_output_shape
 from xweave.layout import transform_shape
 
 
+class _InjectiveOperation(TensorToTensorOperation, abc.ABC):
+    """One input, one result whose every element is one input element."""
+
+    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
+
+
 # --------------------------------------------------------------------------------------
 # Layout
 # --------------------------------------------------------------------------------------
 
 
 @irdl_op_definition
-class ReshapeOp(GraphOperation):
+class ReshapeOp(_InjectiveOperation):
     """Row-major reshape to the result type (same number of elements)."""
 
     name = "graph.reshape"
-    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
-
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, shape: Sequence[int]):
-        super().__init__(operands=[input], result_types=[_tensor(input.type.element_type, shape)])  # pyright: ignore
+        self._build(input, shape)
 
     def verify_shapes(self) -> None:
         a, b = _shape(self.input), _shape(self.result)
@@ -69,27 +58,19 @@ class ReshapeOp(GraphOperation):
 
 
 @irdl_op_definition
-class LayoutTransformOp(GraphOperation):
+class LayoutTransformOp(_InjectiveOperation):
     """The same tensor in another layout (`src_layout` to `dst_layout`, strings such as
     "NCHW", "NCHW16c", "OIHW16i16o"; rules in xweave.layout): pure data movement."""
 
     name = "graph.layout_transform"
-    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     src_layout = prop_def(StringAttr)
     dst_layout = prop_def(StringAttr)
 
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
     def __init__(self, input: SSAValue, src_layout: str, dst_layout: str):
         shape = transform_shape(_shape(input), src_layout, dst_layout)
-        super().__init__(
-            operands=[input],
-            result_types=[_tensor(_element(input), shape)],
-            properties={"src_layout": StringAttr(src_layout), "dst_layout": StringAttr(dst_layout)},
-        )
+        self._build(input, shape, src_layout=StringAttr(src_layout),
+                    dst_layout=StringAttr(dst_layout))
 
     def verify_shapes(self) -> None:
         try:
@@ -100,25 +81,15 @@ class LayoutTransformOp(GraphOperation):
 
 
 @irdl_op_definition
-class TransposeOp(GraphOperation):
+class TransposeOp(_InjectiveOperation):
     """Permute dimensions: result.shape[i] = input.shape[perm[i]]."""
 
     name = "graph.transpose"
-    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    perm = prop_def(DenseArrayBase.constr(i64))
-
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    perm = _i64_array_prop()
 
     def __init__(self, input: SSAValue, perm: Sequence[int]):
-        shape = [_shape(input)[p] for p in perm]
-        super().__init__(
-            operands=[input],
-            result_types=[_tensor(input.type.element_type, shape)],  # pyright: ignore
-            properties={"perm": _i64_array(perm)},
-        )
+        self._build(input, [_shape(input)[p] for p in perm], perm=_i64_array(perm))
 
     def verify_shapes(self) -> None:
         a, perm = _shape(self.input), self.perm.get_values()
@@ -132,17 +103,6 @@ class TransposeOp(GraphOperation):
 # --------------------------------------------------------------------------------------
 
 
-class _ReshapeLikeOperation(GraphOperation, abc.ABC):
-    """One input, one result whose shape follows from the properties."""
-
-    pattern_kind = pattern_kind_def(PatternKind.INJECTIVE)
-
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-
 @irdl_op_definition
 class ConcatOp(GraphOperation):
     """Join tensors along `axis` (every other dimension equal)."""
@@ -152,7 +112,7 @@ class ConcatOp(GraphOperation):
 
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    axis = _int_prop()
 
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
 
@@ -182,22 +142,18 @@ class ConcatOp(GraphOperation):
 
 
 @irdl_op_definition
-class SliceOp(_ReshapeLikeOperation):
+class SliceOp(_InjectiveOperation):
     """result[i] = input[starts + i * steps] in every dimension (steps may be negative);
     the result type gives the extents."""
 
     name = "graph.slice"
 
-    starts = prop_def(DenseArrayBase.constr(i64))
-    steps = prop_def(DenseArrayBase.constr(i64))
+    starts = _i64_array_prop()
+    steps = _i64_array_prop()
 
     def __init__(self, input: SSAValue, starts: Sequence[int], steps: Sequence[int],
                  sizes: Sequence[int]):
-        super().__init__(
-            operands=[input],
-            result_types=[_tensor(_element(input), sizes)],
-            properties={"starts": _i64_array(starts), "steps": _i64_array(steps)},
-        )
+        self._build(input, sizes, starts=_i64_array(starts), steps=_i64_array(steps))
 
     def verify_shapes(self) -> None:
         shape, sizes = _shape(self.input), _shape(self.result)
@@ -221,13 +177,13 @@ PAD_MODES = ("constant", "reflect", "edge")
 
 
 @irdl_op_definition
-class PadOp(_ReshapeLikeOperation):
+class PadOp(_InjectiveOperation):
     """Pad every dimension by pads [begin..., end...] (non-negative): with `value`
     (mode constant), mirrored without the edge (reflect) or repeating the edge (edge)."""
 
     name = "graph.pad"
 
-    pads = prop_def(DenseArrayBase.constr(i64))
+    pads = _i64_array_prop()
     mode = prop_def(StringAttr)
     value = _f64_prop()
 
@@ -236,11 +192,7 @@ class PadOp(_ReshapeLikeOperation):
         shape = _shape(input)
         rank = len(shape)
         out = [e + pads[d] + pads[d + rank] for d, e in enumerate(shape)]
-        super().__init__(
-            operands=[input],
-            result_types=[_tensor(_element(input), out)],
-            properties={"pads": _i64_array(pads), "mode": StringAttr(mode), "value": _f64(value)},
-        )
+        self._build(input, out, pads=_i64_array(pads), mode=StringAttr(mode), value=_f64(value))
 
     def verify_shapes(self) -> None:
         shape = _shape(self.input)
@@ -259,20 +211,16 @@ class PadOp(_ReshapeLikeOperation):
 
 
 @irdl_op_definition
-class TileOp(_ReshapeLikeOperation):
+class TileOp(_InjectiveOperation):
     """Repeat the input `repeats[d]` times along every dimension d."""
 
     name = "graph.tile"
 
-    repeats = prop_def(DenseArrayBase.constr(i64))
+    repeats = _i64_array_prop()
 
     def __init__(self, input: SSAValue, repeats: Sequence[int]):
         shape = [e * r for e, r in zip(_shape(input), repeats)]
-        super().__init__(
-            operands=[input],
-            result_types=[_tensor(_element(input), shape)],
-            properties={"repeats": _i64_array(repeats)},
-        )
+        self._build(input, shape, repeats=_i64_array(repeats))
 
     def verify_shapes(self) -> None:
         shape = _shape(self.input)
@@ -282,14 +230,14 @@ class TileOp(_ReshapeLikeOperation):
 
 
 @irdl_op_definition
-class BroadcastToOp(_ReshapeLikeOperation):
+class BroadcastToOp(_InjectiveOperation):
     """numpy.broadcast_to the result type's shape."""
 
     name = "graph.broadcast_to"
     pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
 
     def __init__(self, input: SSAValue, shape: Sequence[int]):
-        super().__init__(operands=[input], result_types=[_tensor(_element(input), shape)])
+        self._build(input, shape)
 
     def verify_shapes(self) -> None:
         a, b = _shape(self.input), _shape(self.result)
@@ -308,7 +256,7 @@ class GatherOp(GraphOperation):
     input = operand_def(TensorType)
     indices = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    axis = _int_prop()
 
     assembly_format = "$input `,` $indices attr-dict `:` functional-type(operands, results)"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from typing import ClassVar
 
-from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr, TensorType, f64, i1
+from xdsl.dialects.builtin import StringAttr, TensorType, i1
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -19,7 +19,9 @@ from xdsl.irdl import (
 
 from xweave.dialects.graph.base import (
     GraphOperation,
+    LhsRhsOperation,
     PatternKind,
+    TensorToTensorOperation,
     _element,
     _f64,
     _f64_prop,
@@ -35,23 +37,21 @@ from xweave.dialects.graph.shapes import broadcast_shape
 # --------------------------------------------------------------------------------------
 
 
-class BinaryOperation(GraphOperation, abc.ABC):
+class BinaryOperation(LhsRhsOperation, abc.ABC):
     """Elementwise binary op with numpy broadcasting; result type = broadcast shape."""
 
     pattern_kind = pattern_kind_def(PatternKind.BROADCAST)
-
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
         if result_type is None:
             shape = broadcast_shape(_shape(lhs), _shape(rhs))
             assert shape is not None, f"{self.name}: operand shapes do not broadcast"
-            result_type = _tensor(lhs.type.element_type, shape)  # pyright: ignore
+            result_type = _tensor(self._result_element(lhs), shape)
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def _result_element(self, lhs: SSAValue) -> Attribute:
+        """The element type of a result built from the operands."""
+        return _element(lhs)
 
     def verify_shapes(self) -> None:
         a, b = _shape(self.lhs), _shape(self.rhs)
@@ -180,15 +180,15 @@ class ClipOp(UnaryOperation):
 
     name = "graph.clip"
 
-    min = prop_def(FloatAttr.constr(base(Float64Type)))
-    max = prop_def(FloatAttr.constr(base(Float64Type)))
+    min = _f64_prop()
+    max = _f64_prop()
 
     def __init__(self, input: SSAValue, min: float = float("-inf"), max: float = float("inf")):
         IRDLOperation.__init__(
             self,
             operands=[input],
             result_types=[input.type],
-            properties={"min": FloatAttr(float(min), f64), "max": FloatAttr(float(max), f64)},
+            properties={"min": _f64(min), "max": _f64(max)},
         )
 
 
@@ -198,11 +198,16 @@ class ClipOp(UnaryOperation):
 
 
 class _FloatUnaryOperation(UnaryOperation, abc.ABC):
-    """A unary op on floats, with float parameters (properties) given as keywords."""
+    """A unary op on floats, with float (or string) parameters held as properties."""
 
-    def __init__(self, input: SSAValue, **params: float | str):
+    PARAMETERS: ClassVar[dict[str, float | str]] = {}
+    """The op's parameters with their default values, in printing order."""
+
+    def __init__(self, input: SSAValue, *args: float | str, **params: float | str):
+        """Parameters may be given in the order of `PARAMETERS` or as keywords."""
+        values = {**self.PARAMETERS, **dict(zip(self.PARAMETERS, args)), **params}
         props: dict[str, Attribute] = {
-            k: StringAttr(v) if isinstance(v, str) else _f64(v) for k, v in params.items()
+            k: StringAttr(v) if isinstance(v, str) else _f64(v) for k, v in values.items()
         }
         IRDLOperation.__init__(self, operands=[input], result_types=[input.type], properties=props)
 
@@ -301,9 +306,7 @@ class LeakyReluOp(_FloatUnaryOperation):
     name = "graph.leaky_relu"
 
     alpha = _f64_prop()
-
-    def __init__(self, input: SSAValue, alpha: float = 0.01):
-        super().__init__(input, alpha=alpha)
+    PARAMETERS: ClassVar = {"alpha": 0.01}
 
 
 @irdl_op_definition
@@ -313,9 +316,7 @@ class EluOp(_FloatUnaryOperation):
     name = "graph.elu"
 
     alpha = _f64_prop()
-
-    def __init__(self, input: SSAValue, alpha: float = 1.0):
-        super().__init__(input, alpha=alpha)
+    PARAMETERS: ClassVar = {"alpha": 1.0}
 
 
 @irdl_op_definition
@@ -326,10 +327,7 @@ class SeluOp(_FloatUnaryOperation):
 
     alpha = _f64_prop()
     gamma = _f64_prop()
-
-    def __init__(self, input: SSAValue, alpha: float = 1.67326319217681884765625,
-                 gamma: float = 1.05070102214813232421875):
-        super().__init__(input, alpha=alpha, gamma=gamma)
+    PARAMETERS: ClassVar = {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}
 
 
 @irdl_op_definition
@@ -340,9 +338,7 @@ class HardSigmoidOp(_FloatUnaryOperation):
 
     alpha = _f64_prop()
     beta = _f64_prop()
-
-    def __init__(self, input: SSAValue, alpha: float = 0.2, beta: float = 0.5):
-        super().__init__(input, alpha=alpha, beta=beta)
+    PARAMETERS: ClassVar = {"alpha": 0.2, "beta": 0.5}
 
 
 @irdl_op_definition
@@ -353,9 +349,7 @@ class ShrinkOp(_FloatUnaryOperation):
 
     lambd = _f64_prop()
     bias = _f64_prop()
-
-    def __init__(self, input: SSAValue, lambd: float = 0.5, bias: float = 0.0):
-        super().__init__(input, lambd=lambd, bias=bias)
+    PARAMETERS: ClassVar = {"lambd": 0.5, "bias": 0.0}
 
 
 GELU_APPROXIMATIONS = ("none", "tanh")
@@ -368,9 +362,7 @@ class GeluOp(_FloatUnaryOperation):
     name = "graph.gelu"
 
     approximate = prop_def(StringAttr)
-
-    def __init__(self, input: SSAValue, approximate: str = "none"):
-        super().__init__(input, approximate=approximate)
+    PARAMETERS: ClassVar = {"approximate": "none"}
 
     def verify_shapes(self) -> None:
         super().verify_shapes()
@@ -438,12 +430,8 @@ class XorOp(_LogicalOperation):
 class CompareOperation(BinaryOperation, abc.ABC):
     """Elementwise comparison with broadcasting: operands of one type, an i1 result."""
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
-        if result_type is None:
-            shape = broadcast_shape(_shape(lhs), _shape(rhs))
-            assert shape is not None, f"{self.name}: operand shapes do not broadcast"
-            result_type = _tensor(i1, shape)
-        super().__init__(lhs, rhs, result_type)
+    def _result_element(self, lhs: SSAValue) -> Attribute:
+        return i1
 
     def verify_element_types(self) -> None:
         self._expect_one_element_type([self.lhs, self.rhs])
@@ -521,17 +509,12 @@ class WhereOp(GraphOperation):
 
 
 @irdl_op_definition
-class CastOp(GraphOperation):
+class CastOp(TensorToTensorOperation):
     """Elementwise conversion to the result's element type (floats truncate to ints,
     non-zero is true)."""
 
     name = "graph.cast"
     pattern_kind = pattern_kind_def(PatternKind.ELEMWISE)
-
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, element_type: Attribute):
         super().__init__(operands=[input], result_types=[_tensor(element_type, _shape(input))])

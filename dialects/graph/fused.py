@@ -40,6 +40,17 @@ class _FusedPatternKind(property):
         return PatternKind.OPAQUE if obj is None else obj.master_kind()  # pyright: ignore
 
 
+def _expect_equal_types(what: str, values: Sequence[SSAValue], other: str,
+                        expected: Sequence[SSAValue]) -> None:
+    """`values` have the types of `expected` (`what`, `other`: their names in the error)."""
+    got, want = [v.type for v in values], [v.type for v in expected]
+    if got != want:
+        raise VerifyException(
+            f"graph.fused: {what} types ({', '.join(map(str, got))}) must equal "
+            f"the {other} types ({', '.join(map(str, want))})"
+        )
+
+
 @irdl_op_definition
 class FusedOp(IRDLOperation):
     """A group of graph ops fused into one kernel (see the `graph-fuse` pass).
@@ -76,24 +87,12 @@ class FusedOp(IRDLOperation):
 
     def verify_(self) -> None:
         block = self.body.block
-        args = [a.type for a in block.args]
-        operands = [o.type for o in self.inputs]
-        if args != operands:
-            raise VerifyException(
-                f"graph.fused: block argument types ({', '.join(map(str, args))}) must equal "
-                f"the operand types ({', '.join(map(str, operands))})"
-            )
+        _expect_equal_types("block argument", block.args, "operand", self.inputs)
         terminator = block.last_op
         if not isinstance(terminator, YieldOp):
             raise VerifyException("graph.fused: the body must end in graph.yield")
-        yielded = [v.type for v in terminator.values]
-        results = [r.type for r in self.outputs]
-        if yielded != results:
-            raise VerifyException(
-                f"graph.fused: yielded types ({', '.join(map(str, yielded))}) must equal "
-                f"the result types ({', '.join(map(str, results))})"
-            )
-        if not results:
+        _expect_equal_types("yielded", terminator.values, "result", self.outputs)
+        if not self.outputs:
             raise VerifyException("graph.fused: expected at least one result")
         for value in terminator.values:
             if value.owner is block:

@@ -5,22 +5,18 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, TensorType, i64
+from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import (
-    base,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    prop_def,
-    result_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def
 
 from xweave.dialects.graph.base import (
     GraphOperation,
+    LhsRhsOperation,
     PatternKind,
     _element,
     _i64_array,
+    _i64_array_prop,
+    _int_prop,
     _shape,
     _tensor,
     pattern_kind_def,
@@ -34,7 +30,10 @@ from xweave.dialects.graph.shapes import (
 
 
 class _WeightedOp(GraphOperation, abc.ABC):
-    """input, weight and an optional bias (conv2d, dense)."""
+    """input, weight and an optional bias (conv2d, dense): outputs that absorb
+    elementwise ops."""
+
+    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
@@ -63,10 +62,10 @@ class _WeightedOp(GraphOperation, abc.ABC):
 class _WindowOp(_WeightedOp, abc.ABC):
     """A weighted op sliding a window over the image: strides, pads, dilations, groups."""
 
-    strides = prop_def(DenseArrayBase.constr(i64))
-    pads = prop_def(DenseArrayBase.constr(i64))
-    dilations = prop_def(DenseArrayBase.constr(i64))
-    groups = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    strides = _i64_array_prop()
+    pads = _i64_array_prop()
+    dilations = _i64_array_prop()
+    groups = _int_prop()
 
     @staticmethod
     def _window_properties(strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
@@ -80,25 +79,6 @@ class _WindowOp(_WeightedOp, abc.ABC):
             "groups": IntegerAttr(groups, i64),
         }
 
-    def _verify_window(self, input_rank: int, weight_rank: int):
-        """Check the ranks and the window properties; returns (strides, pads, dilations, groups)."""
-        self._expect_rank("input", self.input, input_rank)
-        self._expect_rank("weight", self.weight, weight_rank)
-        strides, pads = self.strides.get_values(), self.pads.get_values()
-        dilations, groups = self.dilations.get_values(), self.groups.value.data
-        self._expect_len("strides", strides, 2, 1)
-        self._expect_len("pads", pads, 4, 0)
-        self._expect_len("dilations", dilations, 2, 1)
-        return strides, pads, dilations, groups
-
-
-@irdl_op_definition
-class Conv2dOp(_WindowOp):
-    """2-D convolution, NCHW data, OIHW weights, optional bias [O], grouped and dilated."""
-
-    name = "graph.conv2d"
-    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
-
     def __init__(
         self,
         input: SSAValue,
@@ -110,15 +90,58 @@ class Conv2dOp(_WindowOp):
         dilations: Sequence[int] = (1, 1),
         groups: int = 1,
         result_type: Attribute | None = None,
+        **extra: Sequence[int],
     ):
+        """`extra`: the op's further window properties (conv_transpose2d's output_padding)."""
         if result_type is None:
-            shape = conv2d_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
-            result_type = _tensor(input.type.element_type, shape)  # pyright: ignore
+            shape = self.output_shape(
+                _shape(input), _shape(weight), strides, pads, dilations, groups, **extra
+            )
+            result_type = _tensor(_element(input), shape)
+        extra_properties = {name: _i64_array(values) for name, values in extra.items()}
         self._build(input, weight, bias, result_type,
-                    self._window_properties(strides, pads, dilations, groups))
+                    self._window_properties(strides, pads, dilations, groups, **extra_properties))
+
+    @staticmethod
+    @abc.abstractmethod
+    def output_shape(input_shape: Sequence[int], weight_shape: Sequence[int],
+                     strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
+                     groups: int, **extra: Sequence[int]) -> tuple[int, ...]:
+        """The result shape of the op on these shapes and window properties."""
+
+    def _verify_window(self, input_rank: int, weight_rank: int):
+        """Check the ranks and the window properties; returns (strides, pads, dilations, groups)."""
+        self._expect_rank("input", self.input, input_rank)
+        self._expect_rank("weight", self.weight, weight_rank)
+        strides, pads = self.strides.get_values(), self.pads.get_values()
+        dilations, groups = self.dilations.get_values(), self.groups.value.data
+        self._expect_len("strides", strides, 2, 1)
+        self._expect_len("pads", pads, 4, 0)
+        self._expect_len("dilations", dilations, 2, 1)
+        return strides, pads, dilations, groups
+
+    def _expect_window_result(self, window: tuple, what: str, **extra: Sequence[int]) -> None:
+        """The result has the op's `output_shape` for `window` (from `_verify_window`) and
+        `extra`, which must not be empty (`what` opens that error)."""
+        expected = self.output_shape(_shape(self.input), _shape(self.weight), *window, **extra)
+        if min(expected) < 1:
+            raise self._fail(f"{what}output shape would be {list(expected)}")
+        self._expect_result_shape(expected)
+
+
+@irdl_op_definition
+class Conv2dOp(_WindowOp):
+    """2-D convolution, NCHW data, OIHW weights, optional bias [O], grouped and dilated."""
+
+    name = "graph.conv2d"
+
+    @staticmethod
+    def output_shape(input_shape, weight_shape, strides, pads, dilations, groups, **extra):
+        return conv2d_output_shape(input_shape, weight_shape, strides, pads, dilations)
 
     def verify_shapes(self) -> None:
-        strides, pads, dilations, groups = self._verify_window(4, 4)
+        window = self._verify_window(4, 4)
+        groups = window[3]
         if groups < 1:
             raise self._fail(f"expected groups >= 1 but got {groups}")
         (_, channels, _, _), (out_channels, group_channels, _, _) = (
@@ -133,10 +156,7 @@ class Conv2dOp(_WindowOp):
         if out_channels % groups:
             raise self._fail(f"{out_channels} output channels are not divisible by {groups} groups")
         self._expect_bias((out_channels,))
-        expected = conv2d_output_shape(_shape(self.input), _shape(self.weight), strides, pads, dilations)
-        if min(expected) < 1:
-            raise self._fail(f"kernel does not fit: output shape would be {list(expected)}")
-        self._expect_result_shape(expected)
+        self._expect_window_result(window, "kernel does not fit: ")
 
 
 @irdl_op_definition
@@ -150,25 +170,14 @@ class Conv2dNchwcOp(_WindowOp):
     """
 
     name = "graph.conv2d_nchwc"
-    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
-    def __init__(
-        self,
-        input: SSAValue,
-        weight: SSAValue,
-        bias: SSAValue | None = None,
-        *,
-        strides: Sequence[int] = (1, 1),
-        pads: Sequence[int] = (0, 0, 0, 0),
-        dilations: Sequence[int] = (1, 1),
-        groups: int = 1,
-    ):
-        shape = conv2d_nchwc_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
-        self._build(input, weight, bias, _tensor(_element(input), shape),
-                    self._window_properties(strides, pads, dilations, groups))
+    @staticmethod
+    def output_shape(input_shape, weight_shape, strides, pads, dilations, groups, **extra):
+        return conv2d_nchwc_output_shape(input_shape, weight_shape, strides, pads, dilations)
 
     def verify_shapes(self) -> None:
-        strides, pads, dilations, groups = self._verify_window(5, 6)
+        window = self._verify_window(5, 6)
+        groups = window[3]
         (_, cb, _, _, ci), (ob, wcb, _, _, wci, co) = _shape(self.input), _shape(self.weight)
         channels = cb * ci
         if groups == 1:
@@ -185,12 +194,7 @@ class Conv2dNchwcOp(_WindowOp):
         else:
             raise self._fail(f"expected groups 1 or {channels} (depthwise) but got {groups}")
         self._expect_bias((ob, co))
-        expected = conv2d_nchwc_output_shape(
-            _shape(self.input), _shape(self.weight), strides, pads, dilations
-        )
-        if min(expected) < 1:
-            raise self._fail(f"kernel does not fit: output shape would be {list(expected)}")
-        self._expect_result_shape(expected)
+        self._expect_window_result(window, "kernel does not fit: ")
 
 
 @irdl_op_definition
@@ -198,7 +202,6 @@ class DenseOp(_WeightedOp):
     """Fully connected layer: x [M, K], w [N, K], optional b [N] -> x @ w.T + b."""
 
     name = "graph.dense"
-    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
     def __init__(
         self,
@@ -224,17 +227,11 @@ class DenseOp(_WeightedOp):
 
 
 @irdl_op_definition
-class MatmulOp(GraphOperation):
+class MatmulOp(LhsRhsOperation):
     """numpy matmul of rank >= 2 tensors, broadcasting the batch dimensions."""
 
     name = "graph.matmul"
     pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
-
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
         if result_type is None:
@@ -260,32 +257,23 @@ class ConvTranspose2dOp(_WindowOp):
     """2-D transposed convolution, NCHW data, weights [C, O/groups, KH, KW], bias [O]."""
 
     name = "graph.conv_transpose2d"
-    pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
-    output_padding = prop_def(DenseArrayBase.constr(i64))
+    output_padding = _i64_array_prop()
 
-    def __init__(
-        self,
-        input: SSAValue,
-        weight: SSAValue,
-        bias: SSAValue | None = None,
-        *,
-        strides: Sequence[int] = (1, 1),
-        pads: Sequence[int] = (0, 0, 0, 0),
-        dilations: Sequence[int] = (1, 1),
-        output_padding: Sequence[int] = (0, 0),
-        groups: int = 1,
-    ):
-        shape = conv_transpose2d_output_shape(
-            _shape(input), _shape(weight), strides, pads, dilations, output_padding, groups
+    def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None = None, *,
+                 output_padding: Sequence[int] = (0, 0), **window):
+        """`window`: strides, pads, dilations, groups, result_type as for conv2d."""
+        super().__init__(input, weight, bias, output_padding=output_padding, **window)
+
+    @staticmethod
+    def output_shape(input_shape, weight_shape, strides, pads, dilations, groups, **extra):
+        return conv_transpose2d_output_shape(
+            input_shape, weight_shape, strides, pads, dilations, extra["output_padding"], groups
         )
-        properties = self._window_properties(
-            strides, pads, dilations, groups, output_padding=_i64_array(output_padding)
-        )
-        self._build(input, weight, bias, _tensor(_element(input), shape), properties)
 
     def verify_shapes(self) -> None:
-        strides, pads, dilations, groups = self._verify_window(4, 4)
+        window = self._verify_window(4, 4)
+        groups = window[3]
         output_padding = self.output_padding.get_values()
         self._expect_len("output_padding", output_padding, 2, 0)
         if groups < 1:
@@ -297,10 +285,4 @@ class ConvTranspose2dOp(_WindowOp):
             raise self._fail(f"{channels} input channels are not divisible by {groups} groups")
         out_channels = _shape(self.weight)[1] * groups
         self._expect_bias((out_channels,))
-        expected = conv_transpose2d_output_shape(
-            _shape(self.input), _shape(self.weight), strides, pads, dilations, output_padding,
-            groups,
-        )
-        if min(expected) < 1:
-            raise self._fail(f"output shape would be {list(expected)}")
-        self._expect_result_shape(expected)
+        self._expect_window_result(window, "", output_padding=output_padding)

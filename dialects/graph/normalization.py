@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from math import prod
 from typing import ClassVar
 
-from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TensorType,
-    i1,
-    i64,
-)
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, i1, i64
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     VarConstraint,
@@ -30,13 +21,14 @@ from xdsl.irdl import (
 from xweave.dialects.graph.base import (
     GraphOperation,
     PatternKind,
+    TensorToTensorOperation,
     _check_axis,
-    _element,
     _f64,
     _f64_prop,
     _i64_array,
+    _i64_array_prop,
+    _int_prop,
     _shape,
-    _tensor,
     pattern_kind_def,
 )
 from xweave.dialects.graph.shapes import broadcast_shape, reduce_output_shape
@@ -50,7 +42,7 @@ class _SoftmaxOperation(GraphOperation, abc.ABC):
     T: ClassVar = VarConstraint("T", base(TensorType))
     input = operand_def(T)
     result = result_def(T)
-    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    axis = _int_prop()
 
     assembly_format = "$input attr-dict `:` type($result)"
 
@@ -82,32 +74,21 @@ REDUCE_KINDS = ("sum", "mean", "max", "min", "prod")
 
 
 @irdl_op_definition
-class ReduceOp(GraphOperation):
+class ReduceOp(TensorToTensorOperation):
     """Reduce `axes` (sorted, non-negative) by `kind`; `keepdims` keeps them as 1s."""
 
     name = "graph.reduce"
     pattern_kind = pattern_kind_def(PatternKind.REDUCTION)
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     kind = prop_def(StringAttr)
-    axes = prop_def(DenseArrayBase.constr(i64))
-    keepdims = prop_def(IntegerAttr.constr(type=base(IntegerType)))
-
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    axes = _i64_array_prop()
+    keepdims = _int_prop()
 
     def __init__(self, input: SSAValue, kind: str, axes: Sequence[int], keepdims: bool):
         axes = sorted(int(a) for a in axes)
         shape = reduce_output_shape(_shape(input), axes, keepdims)
-        super().__init__(
-            operands=[input],
-            result_types=[_tensor(_element(input), shape)],
-            properties={
-                "kind": StringAttr(kind),
-                "axes": _i64_array(axes),
-                "keepdims": IntegerAttr(int(keepdims), i1),
-            },
-        )
+        self._build(input, shape, kind=StringAttr(kind), axes=_i64_array(axes),
+                    keepdims=IntegerAttr(int(keepdims), i1))
 
     def verify_shapes(self) -> None:
         self._expect_element("input", self.input, "float")
@@ -174,7 +155,7 @@ class LayerNormOp(GraphOperation):
     scale = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    axis = _int_prop()
     epsilon = _f64_prop()
 
     assembly_format = (
@@ -212,7 +193,7 @@ class LrnOp(GraphOperation):
     T: ClassVar = VarConstraint("T", base(TensorType))
     input = operand_def(T)
     result = result_def(T)
-    size = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    size = _int_prop()
     alpha = _f64_prop()
     beta = _f64_prop()
     bias = _f64_prop()

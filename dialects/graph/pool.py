@@ -6,22 +6,17 @@ import abc
 import re
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TensorType,
-    i1,
-    i64,
-)
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, i1
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import base, irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.irdl import irdl_op_definition, prop_def
 
 from xweave.dialects.graph.base import (
-    GraphOperation,
     PatternKind,
+    TensorToTensorOperation,
     _i64_array,
+    _i64_array_prop,
+    _element,
+    _int_prop,
     _shape,
     _tensor,
     pattern_kind_def,
@@ -29,15 +24,11 @@ from xweave.dialects.graph.base import (
 from xweave.dialects.graph.shapes import pool2d_output_shape
 
 
-class _NCHWOperation(GraphOperation, abc.ABC):
+class _NCHWOperation(TensorToTensorOperation, abc.ABC):
     """One input, one result of a computed shape, in layout `layout`: "NCHW" (the
     default) or channel-blocked "NCHW<k>c" ([N][C/k][H][W][k], see xweave.layout)."""
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
-
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def expected_shape(self) -> tuple[int, ...]:
         raise NotImplementedError
@@ -73,10 +64,31 @@ class _WindowPoolOperation(_NCHWOperation, abc.ABC):
 
     pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
-    kernel = prop_def(DenseArrayBase.constr(i64))
-    strides = prop_def(DenseArrayBase.constr(i64))
-    pads = prop_def(DenseArrayBase.constr(i64))
-    ceil_mode = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    kernel = _i64_array_prop()
+    strides = _i64_array_prop()
+    pads = _i64_array_prop()
+    ceil_mode = _int_prop()
+
+    def _build_window(self, input: SSAValue, kernel: Sequence[int], strides: Sequence[int],
+                      pads: Sequence[int], dilations: Sequence[int], ceil_mode: bool,
+                      result_type: Attribute | None, layout: str, extra: dict[str, Attribute]
+                      ) -> None:
+        """Construct with the window properties, then `extra`; by default the result has
+        the window's output shape."""
+        if result_type is None:
+            shape = _shape(input)
+            block = shape[4:]  # NCHW<k>c: the channel block comes back at the end
+            out = pool2d_output_shape(shape[:4], kernel, strides, pads, dilations, ceil_mode)
+            result_type = _tensor(_element(input), (*out, *block))
+        properties = {
+            "kernel": _i64_array(kernel),
+            "strides": _i64_array(strides),
+            "pads": _i64_array(pads),
+            "ceil_mode": IntegerAttr(int(ceil_mode), i1),
+            "layout": StringAttr(layout),
+            **extra,
+        }
+        super().__init__(operands=[input], result_types=[result_type], properties=properties)
 
     def window_dilations(self) -> tuple[int, ...]:
         return (1, 1)
@@ -99,29 +111,13 @@ class _WindowPoolOperation(_NCHWOperation, abc.ABC):
         return self.blocked_shape(shape)
 
 
-def _pool_props(kernel, strides, pads, ceil_mode, layout) -> dict[str, Attribute]:
-    return {
-        "kernel": _i64_array(kernel),
-        "strides": _i64_array(strides),
-        "pads": _i64_array(pads),
-        "ceil_mode": IntegerAttr(int(ceil_mode), i1),
-        "layout": StringAttr(layout),
-    }
-
-
-def _pool_result(input: SSAValue, *args) -> TensorType:
-    shape = _shape(input)
-    block = shape[4:]  # NCHW<k>c: the channel block comes back at the end
-    return _tensor(input.type.element_type, (*pool2d_output_shape(shape[:4], *args), *block))  # pyright: ignore
-
-
 @irdl_op_definition
 class MaxPool2dOp(_WindowPoolOperation):
     """2-D max pooling on NCHW; padding never wins (it counts as -inf)."""
 
     name = "graph.max_pool2d"
 
-    dilations = prop_def(DenseArrayBase.constr(i64))
+    dilations = _i64_array_prop()
 
     def __init__(
         self,
@@ -134,11 +130,8 @@ class MaxPool2dOp(_WindowPoolOperation):
         result_type: Attribute | None = None,
         layout: str = "NCHW",
     ):
-        if result_type is None:
-            result_type = _pool_result(input, kernel, strides, pads, dilations, ceil_mode)
-        props = _pool_props(kernel, strides, pads, ceil_mode, layout)
-        props["dilations"] = _i64_array(dilations)
-        super().__init__(operands=[input], result_types=[result_type], properties=props)
+        self._build_window(input, kernel, strides, pads, dilations, ceil_mode, result_type, layout,
+                           {"dilations": _i64_array(dilations)})
 
     def window_dilations(self) -> tuple[int, ...]:
         return self.dilations.get_values()
@@ -150,7 +143,7 @@ class AvgPool2dOp(_WindowPoolOperation):
 
     name = "graph.avg_pool2d"
 
-    count_include_pad = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    count_include_pad = _int_prop()
 
     def __init__(
         self,
@@ -163,11 +156,8 @@ class AvgPool2dOp(_WindowPoolOperation):
         result_type: Attribute | None = None,
         layout: str = "NCHW",
     ):
-        if result_type is None:
-            result_type = _pool_result(input, kernel, strides, pads, (1, 1), ceil_mode)
-        props = _pool_props(kernel, strides, pads, ceil_mode, layout)
-        props["count_include_pad"] = IntegerAttr(int(count_include_pad), i1)
-        super().__init__(operands=[input], result_types=[result_type], properties=props)
+        self._build_window(input, kernel, strides, pads, (1, 1), ceil_mode, result_type, layout,
+                           {"count_include_pad": IntegerAttr(int(count_include_pad), i1)})
 
 
 class _GlobalPoolOperation(_NCHWOperation, abc.ABC):
@@ -177,8 +167,7 @@ class _GlobalPoolOperation(_NCHWOperation, abc.ABC):
 
     def __init__(self, input: SSAValue, layout: str = "NCHW"):
         n, c, _, _, *block = _shape(input)
-        result = _tensor(input.type.element_type, (n, c, 1, 1, *block))  # pyright: ignore
-        super().__init__(operands=[input], result_types=[result], properties={"layout": StringAttr(layout)})
+        self._build(input, (n, c, 1, 1, *block), layout=StringAttr(layout))
 
     def expected_shape(self) -> tuple[int, ...]:
         n, c, _, _ = self.nchw_shape()

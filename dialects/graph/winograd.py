@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, TensorType, i64
+from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import base, irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from xweave.dialects.graph.base import (
     GraphOperation,
     PatternKind,
     _element,
     _i64_array,
+    _i64_array_prop,
+    _int_prop,
     _shape,
     _tensor,
     pattern_kind_def,
@@ -37,6 +39,14 @@ def _data_blocks(shape: Sequence[int]) -> tuple[int, int, int, int, int]:
     return n, cb, h, w, blk
 
 
+def _verified_tile(op: WinogradInputTransformOp | WinogradOutputTransformOp) -> int:
+    """The op's tile size m, checked to be 1 to MAX_TILE."""
+    tile = op.tile.value.data
+    if not 1 <= tile <= MAX_TILE:
+        raise op._fail(f"expected tile 1 to {MAX_TILE} but got {tile}")
+    return tile
+
+
 @irdl_op_definition
 class WinogradInputTransformOp(GraphOperation):
     """Winograd F(m x m, 3x3) input transform: B^T d B of each (a x a) tile d of the
@@ -54,8 +64,8 @@ class WinogradInputTransformOp(GraphOperation):
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    tile = prop_def(IntegerAttr.constr(type=base(IntegerType)))
-    pads = prop_def(DenseArrayBase.constr(i64))
+    tile = _int_prop()
+    pads = _i64_array_prop()
 
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -70,9 +80,7 @@ class WinogradInputTransformOp(GraphOperation):
         )
 
     def verify_shapes(self) -> None:
-        tile, pads = self.tile.value.data, self.pads.get_values()
-        if not 1 <= tile <= MAX_TILE:
-            raise self._fail(f"expected tile 1 to {MAX_TILE} but got {tile}")
+        tile, pads = _verified_tile(self), self.pads.get_values()
         self._expect_len("pads", pads, 4, 0)
         shape = _shape(self.input)
         if len(shape) not in (4, 5):
@@ -127,7 +135,7 @@ class WinogradOutputTransformOp(GraphOperation):
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    tile = prop_def(IntegerAttr.constr(type=base(IntegerType)))
+    tile = _int_prop()
 
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -136,9 +144,7 @@ class WinogradOutputTransformOp(GraphOperation):
                          properties={"tile": IntegerAttr(tile, i64)})
 
     def verify_shapes(self) -> None:
-        tile = self.tile.value.data
-        if not 1 <= tile <= MAX_TILE:
-            raise self._fail(f"expected tile 1 to {MAX_TILE} but got {tile}")
+        tile = _verified_tile(self)
         self._expect_rank("input", self.input, 3)
         a = tile + 2
         out = _shape(self.result)

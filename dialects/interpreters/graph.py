@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math as pymath
 from collections.abc import Callable
 
 import numpy as np
@@ -23,6 +22,7 @@ from xweave.dialects.dtypes import numpy_dtype
 from xweave.dialects.graph.constants import constant_value
 from xweave.dialects.graph.shapes import pool2d_output_shape, window_output_size
 from xweave.dialects.graph.winograd import winograd_tiles
+from xweave.dialects.interpreters.numpy_ops import erf
 from xweave.layout import transform_array
 from xweave.winograd import winograd_matrices
 
@@ -44,13 +44,27 @@ def _nchw(op: Operation, fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) 
     return _result(op, transform_array(fn(transform_array(x, layout, "NCHW")), "NCHW", layout))
 
 
+def _conv_window(
+    op: graph.Conv2dOp | graph.Conv2dNchwcOp | graph.ConvTranspose2dOp,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(strides, pads, dilations) of a convolution op."""
+    return op.strides.get_values(), op.pads.get_values(), op.dilations.get_values()
+
+
+def _pool_window(op: graph.MaxPool2dOp | graph.AvgPool2dOp) -> dict:
+    """kernel, strides, pads and ceil_mode of a pool op, as keywords of `max_pool2d`
+    and `avg_pool2d`."""
+    return {
+        "kernel": op.kernel.get_values(),
+        "strides": op.strides.get_values(),
+        "pads": op.pads.get_values(),
+        "ceil_mode": bool(op.ceil_mode.value.data),
+    }
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     e = np.exp(-np.abs(x))  # never overflows
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-
-
-def _relu(x: np.ndarray) -> np.ndarray:
-    return np.maximum(x, 0)
 
 
 def _elementwise(op: Operation, fn: Callable[..., np.ndarray], *args: np.ndarray) -> PythonValues:
@@ -151,10 +165,6 @@ def avg_pool2d(x, kernel, strides, pads, ceil_mode, count_include_pad) -> np.nda
 # --------------------------------------------------------------------------------------
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(pymath.erf, otypes=[np.float64])(x)
-
-
 def _softplus(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
@@ -163,7 +173,7 @@ def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
     x = x.astype(np.float64)
     if approximate == "tanh":
         return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1 + _erf(x / np.sqrt(2)))
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
 
 
 def _elu(x: np.ndarray, alpha: float) -> np.ndarray:
@@ -175,8 +185,16 @@ def _f(op: Operation, prop: str) -> float:
 
 
 UNARY_FUNCTIONS: dict[type[Operation], Callable[[Operation, np.ndarray], np.ndarray]] = {
+    graph.ReluOp: lambda op, x: np.maximum(x, 0),
+    graph.SigmoidOp: lambda op, x: _sigmoid(x),
+    graph.TanhOp: lambda op, x: np.tanh(x),
+    graph.ExpOp: lambda op, x: np.exp(x),
+    graph.NegOp: lambda op, x: np.negative(x),
+    graph.SqrtOp: lambda op, x: np.sqrt(x),
+    graph.AbsOp: lambda op, x: np.abs(x),
+    graph.ClipOp: lambda op, x: np.minimum(np.maximum(x, _f(op, "min")), _f(op, "max")),
     graph.LogOp: lambda op, x: np.log(x),
-    graph.ErfOp: lambda op, x: _erf(x),
+    graph.ErfOp: lambda op, x: erf(x),
     graph.ReciprocalOp: lambda op, x: 1 / x,
     graph.SoftplusOp: lambda op, x: _softplus(x),
     graph.SoftsignOp: lambda op, x: x / (1 + np.abs(x)),
@@ -199,6 +217,13 @@ UNARY_FUNCTIONS: dict[type[Operation], Callable[[Operation, np.ndarray], np.ndar
 }
 
 BINARY_FUNCTIONS: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    graph.AddOp: np.add,
+    graph.SubOp: np.subtract,
+    graph.MulOp: np.multiply,
+    graph.DivOp: np.divide,
+    graph.MaxOp: np.maximum,
+    graph.MinOp: np.minimum,
+    graph.PowOp: np.power,
     graph.PreluOp: lambda x, s: np.where(x >= 0, x, s * x),
     graph.AndOp: np.logical_and,
     graph.OrOp: np.logical_or,
@@ -281,9 +306,9 @@ def gather(x: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
 _REDUCERS = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
 
 
-class _MoreGraphFunctions(InterpreterFunctions):
-    """numpy implementations of the graph ops beyond the first set (a base of
-    `GraphFunctions`, where `register_impls` finds them)."""
+class GraphFunctions(InterpreterFunctions):
+    """numpy implementations of every graph op (the elementwise ones from
+    `UNARY_FUNCTIONS` and `BINARY_FUNCTIONS`, registered below the class)."""
 
     def _unary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
         return _elementwise(op, lambda x: UNARY_FUNCTIONS[type(op)](op, x), args[0])
@@ -302,15 +327,12 @@ class _MoreGraphFunctions(InterpreterFunctions):
         # The meaning of the blocked op: conv2d on the same tensors in NCHW / OIHW.
         x, w, *bias = args
         ci, (ob, _, _, _, wi, co) = x.shape[4], w.shape
-        groups = op.groups.value.data
         y = conv2d(
             transform_array(x, f"NCHW{ci}c", "NCHW"),
             transform_array(w, f"OIHW{wi}i{co}o", "OIHW"),
             bias[0].reshape(ob * co) if bias else None,
-            op.strides.get_values(),
-            op.pads.get_values(),
-            op.dilations.get_values(),
-            groups,
+            *_conv_window(op),
+            op.groups.value.data,
         )
         return _result(op, transform_array(y, "NCHW", f"NCHW{co}c"))
 
@@ -400,8 +422,7 @@ class _MoreGraphFunctions(InterpreterFunctions):
     def run_conv_transpose2d(self, interpreter: Interpreter, op: graph.ConvTranspose2dOp,
                              args: PythonValues):
         x, w, *bias = args
-        y = conv_transpose2d(x, w, bias[0] if bias else None, op.strides.get_values(),
-                             op.pads.get_values(), op.dilations.get_values(),
+        y = conv_transpose2d(x, w, bias[0] if bias else None, *_conv_window(op),
                              op.output_padding.get_values(), op.groups.value.data)
         return _result(op, y)
 
@@ -436,16 +457,6 @@ class _MoreGraphFunctions(InterpreterFunctions):
         return _result(op, gather(args[0], args[1], op.axis.value.data))
 
 
-for _cls in UNARY_FUNCTIONS:
-    setattr(_MoreGraphFunctions, f"run_{_cls.name[6:]}", impl(_cls)(_MoreGraphFunctions._unary))
-for _cls in BINARY_FUNCTIONS:
-    setattr(_MoreGraphFunctions, f"run_{_cls.name[6:]}", impl(_cls)(_MoreGraphFunctions._binary))
-
-
-@register_impls
-class GraphFunctions(_MoreGraphFunctions):
-    """numpy implementations of every graph op."""
-
     @impl(graph.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: graph.ConstantOp, args: PythonValues):
         return (constant_value(op),)
@@ -453,15 +464,7 @@ class GraphFunctions(_MoreGraphFunctions):
     @impl(graph.Conv2dOp)
     def run_conv2d(self, interpreter: Interpreter, op: graph.Conv2dOp, args: PythonValues):
         x, w, *bias = args
-        y = conv2d(
-            x,
-            w,
-            bias[0] if bias else None,
-            op.strides.get_values(),
-            op.pads.get_values(),
-            op.dilations.get_values(),
-            op.groups.value.data,
-        )
+        y = conv2d(x, w, bias[0] if bias else None, *_conv_window(op), op.groups.value.data)
         return _result(op, y)
 
     @impl(graph.DenseOp)
@@ -474,88 +477,16 @@ class GraphFunctions(_MoreGraphFunctions):
     def run_matmul(self, interpreter: Interpreter, op: graph.MatmulOp, args: PythonValues):
         return _result(op, np.matmul(args[0], args[1]))
 
-    @impl(graph.AddOp)
-    def run_add(self, interpreter: Interpreter, op: graph.AddOp, args: PythonValues):
-        return _elementwise(op, np.add, *args)
-
-    @impl(graph.SubOp)
-    def run_sub(self, interpreter: Interpreter, op: graph.SubOp, args: PythonValues):
-        return _elementwise(op, np.subtract, *args)
-
-    @impl(graph.MulOp)
-    def run_mul(self, interpreter: Interpreter, op: graph.MulOp, args: PythonValues):
-        return _elementwise(op, np.multiply, *args)
-
-    @impl(graph.DivOp)
-    def run_div(self, interpreter: Interpreter, op: graph.DivOp, args: PythonValues):
-        return _elementwise(op, np.divide, *args)
-
-    @impl(graph.MaxOp)
-    def run_max(self, interpreter: Interpreter, op: graph.MaxOp, args: PythonValues):
-        return _elementwise(op, np.maximum, *args)
-
-    @impl(graph.MinOp)
-    def run_min(self, interpreter: Interpreter, op: graph.MinOp, args: PythonValues):
-        return _elementwise(op, np.minimum, *args)
-
-    @impl(graph.PowOp)
-    def run_pow(self, interpreter: Interpreter, op: graph.PowOp, args: PythonValues):
-        return _elementwise(op, np.power, *args)
-
-    @impl(graph.ReluOp)
-    def run_relu(self, interpreter: Interpreter, op: graph.ReluOp, args: PythonValues):
-        return _elementwise(op, _relu, *args)
-
-    @impl(graph.SigmoidOp)
-    def run_sigmoid(self, interpreter: Interpreter, op: graph.SigmoidOp, args: PythonValues):
-        return _elementwise(op, _sigmoid, *args)
-
-    @impl(graph.TanhOp)
-    def run_tanh(self, interpreter: Interpreter, op: graph.TanhOp, args: PythonValues):
-        return _elementwise(op, np.tanh, *args)
-
-    @impl(graph.ExpOp)
-    def run_exp(self, interpreter: Interpreter, op: graph.ExpOp, args: PythonValues):
-        return _elementwise(op, np.exp, *args)
-
-    @impl(graph.NegOp)
-    def run_neg(self, interpreter: Interpreter, op: graph.NegOp, args: PythonValues):
-        return _elementwise(op, np.negative, *args)
-
-    @impl(graph.SqrtOp)
-    def run_sqrt(self, interpreter: Interpreter, op: graph.SqrtOp, args: PythonValues):
-        return _elementwise(op, np.sqrt, *args)
-
-    @impl(graph.AbsOp)
-    def run_abs(self, interpreter: Interpreter, op: graph.AbsOp, args: PythonValues):
-        return _elementwise(op, np.abs, *args)
-
-    @impl(graph.ClipOp)
-    def run_clip(self, interpreter: Interpreter, op: graph.ClipOp, args: PythonValues):
-        low, high = op.min.value.data, op.max.value.data
-        return _result(op, np.minimum(np.maximum(args[0], low), high))
-
     @impl(graph.MaxPool2dOp)
     def run_max_pool2d(self, interpreter: Interpreter, op: graph.MaxPool2dOp, args: PythonValues):
-        return _nchw(op, lambda x: max_pool2d(
-            x,
-            op.kernel.get_values(),
-            op.strides.get_values(),
-            op.pads.get_values(),
-            op.dilations.get_values(),
-            bool(op.ceil_mode.value.data),
-        ), args[0])
+        dilations = op.dilations.get_values()
+        return _nchw(op, lambda x: max_pool2d(x, dilations=dilations, **_pool_window(op)), args[0])
 
     @impl(graph.AvgPool2dOp)
     def run_avg_pool2d(self, interpreter: Interpreter, op: graph.AvgPool2dOp, args: PythonValues):
-        return _nchw(op, lambda x: avg_pool2d(
-            x,
-            op.kernel.get_values(),
-            op.strides.get_values(),
-            op.pads.get_values(),
-            bool(op.ceil_mode.value.data),
-            bool(op.count_include_pad.value.data),
-        ), args[0])
+        include_pad = bool(op.count_include_pad.value.data)
+        return _nchw(op, lambda x: avg_pool2d(x, count_include_pad=include_pad, **_pool_window(op)),
+                     args[0])
 
     @impl(graph.GlobalAvgPool2dOp)
     def run_global_avg_pool2d(self, interpreter: Interpreter, op: Operation, args: PythonValues):
@@ -580,3 +511,10 @@ class GraphFunctions(_MoreGraphFunctions):
     @impl_terminator(graph.YieldOp)
     def run_yield(self, interpreter: Interpreter, op: graph.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
+
+
+for _cls in UNARY_FUNCTIONS:
+    setattr(GraphFunctions, f"run_{_cls.name[6:]}", impl(_cls)(GraphFunctions._unary))
+for _cls in BINARY_FUNCTIONS:
+    setattr(GraphFunctions, f"run_{_cls.name[6:]}", impl(_cls)(GraphFunctions._binary))
+register_impls(GraphFunctions)

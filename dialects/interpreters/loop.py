@@ -47,6 +47,7 @@ from xdsl.utils.exceptions import InterpretationError
 from xweave.dialects import loop
 from xweave.dialects.dtypes import numpy_dtype
 from xweave.dialects.graph.resources import resource_data
+from xweave.dialects.interpreters.numpy_ops import FLOAT_FUNCTIONS, MATH_FUNCTIONS
 
 def _cast(value: Any, type: Attribute) -> Any:
     """`value` as a value of `type`: numpy array for vectors, int for index, else numpy scalar."""
@@ -74,14 +75,6 @@ def _elementwise(fn: Callable[..., Any]):
 def _fused(a: Any, b: Any, c: Any) -> Any:
     """a * b + c with a single rounding (computed in f64, then cast by the caller)."""
     return np.asarray(a, np.float64) * b + np.asarray(c, np.float64)
-
-
-_erf = np.vectorize(pymath.erf, otypes=[np.float64])
-
-
-def _round_half_away(x: Any) -> Any:
-    """math.round: to the nearest integer, halfway cases away from zero."""
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
 def _unsigned(value: Any, type: Attribute) -> Any:
@@ -189,9 +182,50 @@ def _dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     return values.reshape(shape)
 
 
-@register_impls
+NUMPY_FUNCTIONS: dict[type[Operation], Callable[..., Any]] = {
+    vector.FMAOp: _fused,
+    math.FmaOp: _fused,
+    **MATH_FUNCTIONS,
+    **FLOAT_FUNCTIONS,
+    # conversions: the cast to the result type, after rounding or reinterpreting
+    arith.SIToFPOp: lambda x: x,
+    arith.ExtFOp: lambda x: x,
+    arith.TruncFOp: lambda x: x,
+    arith.FPToSIOp: np.trunc,
+    arith.FPToUIOp: np.trunc,
+    arith.ExtSIOp: lambda x: x,
+    arith.TruncIOp: lambda x: x,
+    # integers that need no Python ints
+    arith.CeilDivSIOp: lambda a, b: -(-a // b),
+    arith.MaxSIOp: np.maximum,
+    arith.MinSIOp: np.minimum,
+}
+"""Ops computed by one numpy function of their operands, cast to the result type."""
+
+INTEGER_FUNCTIONS: dict[
+    type[Operation], tuple[Callable[..., OpImplResult], Callable[..., Any] | None]
+] = {
+    arith.AddiOp: (ArithFunctions.run_addi, np.add),
+    arith.SubiOp: (ArithFunctions.run_subi, np.subtract),
+    arith.MuliOp: (ArithFunctions.run_muli, np.multiply),
+    arith.AndIOp: (ArithFunctions.run_andi, np.bitwise_and),
+    arith.OrIOp: (ArithFunctions.run_ori, np.bitwise_or),
+    arith.XOrIOp: (ArithFunctions.run_xori, np.bitwise_xor),
+    arith.ShLIOp: (ArithFunctions.run_shlsi, np.left_shift),
+    arith.ShRSIOp: (ArithFunctions.run_shrsi, np.right_shift),
+    arith.DivSIOp: (ArithFunctions.run_divsi, None),
+    arith.RemSIOp: (ArithFunctions.run_remsi, None),
+    arith.FloorDivSIOp: (ArithFunctions.run_floordivsi, None),
+    arith.CmpiOp: (ArithFunctions.run_cmpi, None),
+    arith.IndexCastOp: (ArithFunctions.run_indexcast, None),
+}
+"""arith integer ops: xDSL's scalar implementation (which needs Python ints), and the
+numpy function for vectors (None: scalars only)."""
+
+
 class LoopFunctions(InterpreterFunctions):
-    """The loop stage on numpy arrays (see the module docstring)."""
+    """The loop stage on numpy arrays (see the module docstring); the ops of
+    `NUMPY_FUNCTIONS` and `INTEGER_FUNCTIONS` are registered below the class."""
 
     def __init__(self) -> None:
         self._globals: dict[Operation, np.ndarray] = {}
@@ -292,7 +326,6 @@ class LoopFunctions(InterpreterFunctions):
         dtype = numpy_dtype(result_type.element_type)
         return (np.broadcast_to(np.asarray(args[0], dtype), result_type.get_shape()).copy(),)
 
-    run_vector_fma = impl(vector.FMAOp)(_elementwise(_fused))
 
     @impl(vector.ReductionOp)
     def run_reduction(
@@ -318,38 +351,7 @@ class LoopFunctions(InterpreterFunctions):
         value = source[index]
         return (value.copy() if isinstance(value, np.ndarray) else value,)
 
-    # ---- math -------------------------------------------------------------------
-
-    run_absf = impl(math.AbsFOp)(_elementwise(np.abs))
-    run_absi = impl(math.AbsIOp)(_elementwise(np.abs))
-    run_atan = impl(math.AtanOp)(_elementwise(np.arctan))
-    run_atan2 = impl(math.Atan2Op)(_elementwise(np.arctan2))
-    run_ceil = impl(math.CeilOp)(_elementwise(np.ceil))
-    run_copysign = impl(math.CopySignOp)(_elementwise(np.copysign))
-    run_cos = impl(math.CosOp)(_elementwise(np.cos))
-    run_cosh = impl(math.CoshOp)(_elementwise(np.cosh))
-    run_erf = impl(math.ErfOp)(_elementwise(_erf))
-    run_exp = impl(math.ExpOp)(_elementwise(np.exp))
-    run_exp2 = impl(math.Exp2Op)(_elementwise(np.exp2))
-    run_expm1 = impl(math.ExpM1Op)(_elementwise(np.expm1))
-    run_floor = impl(math.FloorOp)(_elementwise(np.floor))
-    run_fma = impl(math.FmaOp)(_elementwise(_fused))
-    run_log = impl(math.LogOp)(_elementwise(np.log))
-    run_log10 = impl(math.Log10Op)(_elementwise(np.log10))
-    run_log1p = impl(math.Log1pOp)(_elementwise(np.log1p))
-    run_log2 = impl(math.Log2Op)(_elementwise(np.log2))
-    run_powf = impl(math.PowFOp)(_elementwise(np.power))
-    run_round = impl(math.RoundOp)(_elementwise(_round_half_away))
-    run_roundeven = impl(math.RoundEvenOp)(_elementwise(np.rint))
-    run_rsqrt = impl(math.RsqrtOp)(_elementwise(lambda x: 1 / np.sqrt(x)))
-    run_sin = impl(math.SinOp)(_elementwise(np.sin))
-    run_sinh = impl(math.SinhOp)(_elementwise(np.sinh))
-    run_sqrt = impl(math.SqrtOp)(_elementwise(np.sqrt))
-    run_tan = impl(math.TanOp)(_elementwise(np.tan))
-    run_tanh = impl(math.TanhOp)(_elementwise(np.tanh))
-    run_trunc = impl(math.TruncOp)(_elementwise(np.trunc))
-
-    # ---- arith: constants, floats, selects and conversions on numpy values --------
+    # ---- arith: constants, selects and conversions on numpy values ----------------
 
     @impl(arith.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues):
@@ -361,16 +363,6 @@ class LoopFunctions(InterpreterFunctions):
         if isinstance(value, DenseIntOrFPElementsAttr):
             return (_dense_array(value),)
         raise InterpretationError(f"arith.constant {value} is not implemented")
-
-    run_addf = impl(arith.AddfOp)(_elementwise(np.add))
-    run_subf = impl(arith.SubfOp)(_elementwise(np.subtract))
-    run_mulf = impl(arith.MulfOp)(_elementwise(np.multiply))
-    run_divf = impl(arith.DivfOp)(_elementwise(np.divide))
-    run_negf = impl(arith.NegfOp)(_elementwise(np.negative))
-    run_maximumf = impl(arith.MaximumfOp)(_elementwise(np.maximum))
-    run_minimumf = impl(arith.MinimumfOp)(_elementwise(np.minimum))
-    run_maxnumf = impl(arith.MaxnumfOp)(_elementwise(np.fmax))
-    run_minnumf = impl(arith.MinnumfOp)(_elementwise(np.fmin))
 
     @impl(arith.CmpfOp)
     def run_cmpf(self, interpreter: Interpreter, op: arith.CmpfOp, args: PythonValues):
@@ -386,15 +378,6 @@ class LoopFunctions(InterpreterFunctions):
             return (np.where(cond, lhs, rhs),)
         return (lhs if cond else rhs,)
 
-    # A conversion is the cast to the result type, after rounding or reinterpreting.
-    run_sitofp = impl(arith.SIToFPOp)(_elementwise(lambda x: x))
-    run_extf = impl(arith.ExtFOp)(_elementwise(lambda x: x))
-    run_truncf = impl(arith.TruncFOp)(_elementwise(lambda x: x))
-    run_fptosi = impl(arith.FPToSIOp)(_elementwise(np.trunc))
-    run_fptoui = impl(arith.FPToUIOp)(_elementwise(np.trunc))
-    run_extsi = impl(arith.ExtSIOp)(_elementwise(lambda x: x))
-    run_trunci = impl(arith.TruncIOp)(_elementwise(lambda x: x))
-
     @impl(arith.UIToFPOp)
     def run_uitofp(self, interpreter: Interpreter, op: arith.UIToFPOp, args: PythonValues):
         return (_cast(_unsigned(args[0], op.input.type), op.result.type),)
@@ -403,24 +386,14 @@ class LoopFunctions(InterpreterFunctions):
     def run_extui(self, interpreter: Interpreter, op: arith.ExtUIOp, args: PythonValues):
         return (_cast(_unsigned(args[0], op.input.type), op.result.type),)
 
-    # ---- arith: integers (xDSL's scalar implementations need Python ints) ----------
 
-    run_addi = impl(arith.AddiOp)(_int_op(ArithFunctions.run_addi, np.add))
-    run_subi = impl(arith.SubiOp)(_int_op(ArithFunctions.run_subi, np.subtract))
-    run_muli = impl(arith.MuliOp)(_int_op(ArithFunctions.run_muli, np.multiply))
-    run_andi = impl(arith.AndIOp)(_int_op(ArithFunctions.run_andi, np.bitwise_and))
-    run_ori = impl(arith.OrIOp)(_int_op(ArithFunctions.run_ori, np.bitwise_or))
-    run_xori = impl(arith.XOrIOp)(_int_op(ArithFunctions.run_xori, np.bitwise_xor))
-    run_shli = impl(arith.ShLIOp)(_int_op(ArithFunctions.run_shlsi, np.left_shift))
-    run_shrsi = impl(arith.ShRSIOp)(_int_op(ArithFunctions.run_shrsi, np.right_shift))
-    run_divsi = impl(arith.DivSIOp)(_int_op(ArithFunctions.run_divsi))
-    run_remsi = impl(arith.RemSIOp)(_int_op(ArithFunctions.run_remsi))
-    run_floordivsi = impl(arith.FloorDivSIOp)(_int_op(ArithFunctions.run_floordivsi))
-    run_cmpi = impl(arith.CmpiOp)(_int_op(ArithFunctions.run_cmpi))
-    run_index_cast = impl(arith.IndexCastOp)(_int_op(ArithFunctions.run_indexcast))
-    run_ceildivsi = impl(arith.CeilDivSIOp)(_elementwise(lambda a, b: -(-a // b)))
-    run_maxsi = impl(arith.MaxSIOp)(_elementwise(np.maximum))
-    run_minsi = impl(arith.MinSIOp)(_elementwise(np.minimum))
+for _op_type, _fn in NUMPY_FUNCTIONS.items():
+    _name = f"run_{_op_type.name.replace('.', '_')}"
+    setattr(LoopFunctions, _name, impl(_op_type)(_elementwise(_fn)))
+for _op_type, (_upstream, _vector_fn) in INTEGER_FUNCTIONS.items():
+    _name = f"run_{_op_type.name.replace('.', '_')}"
+    setattr(LoopFunctions, _name, impl(_op_type)(_int_op(_upstream, _vector_fn)))
+register_impls(LoopFunctions)
 
 
 def _access(op: loop.LoadOp | loop.StoreOp, buffer: np.ndarray, indices: list[Any]) -> tuple:

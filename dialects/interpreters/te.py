@@ -10,7 +10,6 @@ evaluate. Very large domains are evaluated in slabs of the spatial domain.
 
 from __future__ import annotations
 
-import math as pymath
 from collections.abc import Callable
 
 import numpy as np
@@ -31,6 +30,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 
 from xweave.dialects import dtypes, te
+from xweave.dialects.interpreters.numpy_ops import FLOAT_FUNCTIONS, MATH_FUNCTIONS
 
 MAX_DOMAIN_ELEMENTS = 1 << 22
 """Domains larger than this are evaluated in slabs, to bound memory."""
@@ -60,10 +60,6 @@ def _divsi(a, b):
     return np.where((a < 0) != (b < 0), -q, q)
 
 
-def _erf(x):
-    return np.vectorize(pymath.erf, otypes=[np.float64])(x)
-
-
 def _cmpi(predicate: int, a, b):
     if predicate >= 6:  # unsigned
         a, b = np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64)
@@ -86,22 +82,9 @@ def _cmpf(predicate: int, a, b):
     return compare(a, b) | unordered
 
 
-_UNARY: dict[type[Operation], Callable] = {
-    arith.NegfOp: np.negative,
-    math.AbsFOp: np.abs, math.AbsIOp: np.abs, math.CeilOp: np.ceil, math.CosOp: np.cos,
-    math.ErfOp: _erf, math.ExpOp: np.exp, math.Exp2Op: np.exp2, math.ExpM1Op: np.expm1,
-    math.FloorOp: np.floor, math.Log10Op: np.log10, math.Log1pOp: np.log1p,
-    math.Log2Op: np.log2, math.LogOp: np.log, math.RoundEvenOp: np.rint,
-    math.RoundOp: lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
-    math.RsqrtOp: lambda x: 1 / np.sqrt(x), math.SinOp: np.sin, math.SqrtOp: np.sqrt,
-    math.TanOp: np.tan, math.TanhOp: np.tanh, math.TruncOp: np.trunc,
-    math.AtanOp: np.arctan, math.SinhOp: np.sinh, math.CoshOp: np.cosh,
-}
-
-_BINARY: dict[type[Operation], Callable] = {
-    arith.AddfOp: np.add, arith.SubfOp: np.subtract, arith.MulfOp: np.multiply,
-    arith.DivfOp: np.divide, arith.MaximumfOp: np.maximum, arith.MinimumfOp: np.minimum,
-    arith.MaxnumfOp: np.fmax, arith.MinnumfOp: np.fmin,
+_FUNCTIONS: dict[type[Operation], Callable] = {
+    **MATH_FUNCTIONS,
+    **FLOAT_FUNCTIONS,
     arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
     arith.DivSIOp: _divsi, arith.DivUIOp: np.floor_divide,
     arith.FloorDivSIOp: np.floor_divide, arith.CeilDivSIOp: lambda a, b: -(-a // b),
@@ -109,8 +92,8 @@ _BINARY: dict[type[Operation], Callable] = {
     arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
     arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
     arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift,
-    math.PowFOp: np.power, math.Atan2Op: np.arctan2, math.CopySignOp: np.copysign,
 }
+"""The body ops computed by one numpy function of their operands."""
 
 _CASTS = (
     arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.SIToFPOp,
@@ -120,10 +103,8 @@ _CASTS = (
 
 def _run_scalar_op(op: Operation, args: list):
     """One body op applied elementwise to (broadcastable) numpy operands."""
-    if type(op) in _BINARY:
-        return _BINARY[type(op)](*args)
-    if type(op) in _UNARY:
-        return _UNARY[type(op)](*args)
+    if type(op) in _FUNCTIONS:
+        return _FUNCTIONS[type(op)](*args)
     if isinstance(op, _CASTS):
         return args[0]  # the conversion is the cast to the result dtype
     if isinstance(op, arith.ConstantOp):
