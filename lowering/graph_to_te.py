@@ -15,37 +15,22 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
     ModuleOp,
-    StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from xweave import te
 from xweave.dialects import dtypes, graph, loop
+from xweave.dialects.attributes import python_value
 from xweave.errors import XweaveError
 from xweave.operators import nn, transform
 
 
-def _python_value(attr: Attribute):
-    if isinstance(attr, DenseArrayBase):
-        return tuple(attr.get_values())
-    if isinstance(attr, IntegerAttr):
-        return int(attr.value.data)
-    if isinstance(attr, FloatAttr):
-        return float(attr.value.data)
-    if isinstance(attr, StringAttr):
-        return attr.data
-    return attr
-
-
 def _props(op: Operation) -> dict:
-    return {name: _python_value(value) for name, value in op.properties.items()}
+    return {name: python_value(value) for name, value in op.properties.items()}
 
 
 def _out_shape(op: Operation) -> tuple[int, ...]:

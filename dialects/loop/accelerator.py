@@ -10,9 +10,7 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DictionaryAttr,
-    UnitAttr,
     IndexType,
-    IntegerAttr,
     MemRefType,
     StringAttr,
 )
@@ -30,20 +28,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from xweave.dialects.attributes import python_value
 from xweave.dialects.loop.affine_syntax import print_affine_expr
-
-
-def _param_value(attr: Attribute):
-    """A `loop.intrinsic` parameter as a Python value."""
-    if isinstance(attr, IntegerAttr):
-        return attr.value.data
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, UnitAttr):
-        return True
-    if isinstance(attr, ArrayAttr):
-        return tuple(_param_value(a) for a in attr.data)
-    return attr
 
 
 @irdl_op_definition
@@ -98,7 +84,7 @@ class IntrinsicOp(IRDLOperation):
         """`params` as Python values (ints, strings, True for unit, tuples)."""
         if self.params is None:
             return {}
-        return {k: _param_value(v) for k, v in self.params.data.items()}
+        return {k: python_value(v) for k, v in self.params.data.items()}
 
     def verify_(self) -> None:
         if not re.fullmatch(r"[A-Za-z_][\w]*\.[A-Za-z_][\w.]*", self.callee.data):
