@@ -89,10 +89,12 @@ MAX_UNROLLED_FMAS = 256
 block times the unrolled loop's extent (larger bodies took 5-15 s to build and ran no
 faster)."""
 MAX_NARROW_ROWS = 12
-"""Rows of an 8-column register block at most, where 16 columns are possible: 13 x 8
-spills (SqueezeNet 13x13 3x3 64->256 on one thread, interleaved: 13 x 8 0.96 ms against
-0.68 for a ragged 5 x 16). Its NCHW classifier (1000 channels: 8-column blocks only)
-ran 3.54 ms with a ragged 7 x 8 against 3.11 ms for 13 x 8, so it keeps 13 x 8."""
+"""Rows of a one-vector register block at most, where two vectors are possible, on a
+16-register file: 13 x 8 spills there (SqueezeNet 13x13 3x3 64->256 on one thread,
+interleaved: 13 x 8 0.96 ms against 0.68 for a ragged 5 x 16). Its NCHW classifier
+(1000 channels: 8-column blocks only) ran 3.54 ms with a ragged 7 x 8 against 3.11 ms
+for 13 x 8, so it keeps 13 x 8. A 32-register file (AVX-512) holds 13 x 16 with room
+to spare: that classifier runs it 1.7x faster than a ragged 2 x 32 (bench/README.md)."""
 RAGGED_BELOW = 0.9
 """With an epilogue, ragged row tiles are considered only when no dividing block scores
 this well: 27x27 (SqueezeNet 3x3 32->128) runs 9 x 8 (0.90) at 0.60 ms against 0.63
@@ -391,6 +393,7 @@ class BlockedReduction(Template):
         # reduction (measured 5x slower) and only dividing rows are taken.
         rows_choices = knobs["tile_rows"]
         outer_choices = knobs["tile_rows_outer"]
+        roomy = info.machine.vector_registers > DEFAULT_BLOCK_REGISTERS + 1  # no spill at 15
         epilogue = _epilogue(info, anchor)[1] is not None
         ragged_ok = not epilogue or self._ragged_rows_ok(info)
         if not ragged_ok:
@@ -403,7 +406,7 @@ class BlockedReduction(Template):
                    for o in outer_choices for r in rows_choices for c in knobs["tile_cols"]
                    if registers(o * r, c) <= DEFAULT_BLOCK_REGISTERS and (wide_enough(c) or extent == 1)
                    and outer_extent % o == 0 and (o == 1 or extent % r == 0)
-                   and (c > lanes or o * r <= MAX_NARROW_ROWS
+                   and (c > lanes or o * r <= MAX_NARROW_ROWS or roomy
                         or 2 * lanes not in knobs["tile_cols"])]
         dividing = [f for f in fitting if f[5]]
         if epilogue and dividing and (max(dividing)[0] >= RAGGED_BELOW or (

@@ -223,6 +223,26 @@ def test_default_blocks_do_not_depend_on_the_register_file(registers, size):
     assert configs[0] == configs[1]
 
 
+def test_a_roomy_register_file_takes_one_vector_of_13_rows(registers):
+    """13 rows of one vector (15 registers) spill on a 16-register file, where a ragged
+    5 x 16 is taken; 32 registers hold them, and the block computes the conv."""
+    inputs, out = nchwc_conv(13, 2, 2, 3, 1, 1, epilogue=True)
+    blocks = {}
+    for count in ("16", "32"):
+        registers(count)
+        info, template = kernel_info(inputs, out)
+        config = template.default_config(info)
+        blocks[count] = (config["tile_rows_outer"], config["tile_rows"], config["tile_cols"])
+    assert blocks == {"16": (1, 5, 16), "32": (1, 13, 8)}
+    kernel = build_kernel("conv", inputs, [out], schedule=",".join(template.pipeline(info, config)))
+    x = RNG.standard_normal((1, 2, 13, 13, 16)).astype(np.float32)
+    w = (RNG.standard_normal((2, 2, 3, 3, 16, 16)) * 0.1).astype(np.float32)
+    b = RNG.standard_normal((2, 16)).astype(np.float32)
+    result = np.full((1, 2, 13, 13, 16), np.nan, np.float32)
+    kernel(x, w, b, out=[result])
+    np.testing.assert_allclose(result, reference(x, w, b, 1, 1), rtol=1e-4, atol=1e-4)
+
+
 def test_the_space_admits_larger_blocks_with_more_registers(registers):
     inputs, out = nchwc_conv(14, 2, 2, 3, 1, 1, epilogue=True)
     registers("16")
