@@ -13,7 +13,9 @@ stays NCHW; within a network the layout stage blocks its channels).
 
 One JSON line per shape: GFLOP/s of xweave and of the reference for the shape and for
 its multiple-of-16 neighbour, `cliff` = xweave's GFLOP/s at the shape / at the
-neighbour (the issue's target: >= 0.8), and `ratio` = reference time / xweave time.
+neighbour (the issue's target: >= 0.8), `<reference>_cliff` the same for the reference
+(below 0.8 for both: the shape's arithmetic intensity, not a schedule falling back), and
+`ratio` = reference time / xweave time.
 Medians over --rounds; every record names the CPU.
 """
 
@@ -127,7 +129,8 @@ def _report(kind: str, shape: str, neighbour: str, gflop, times, reference: str)
                        "neighbour_xweave_gflops": round(gflop[1] / med[2], 1),
                        f"neighbour_{reference}_gflops": round(gflop[1] / med[3], 1),
                        "neighbour_ratio": round(med[3] / med[2], 3),
-                       "cliff": round((gflop[0] / med[0]) / (gflop[1] / med[2]), 3)})
+                       "cliff": round((gflop[0] / med[0]) / (gflop[1] / med[2]), 3),
+                       f"{reference}_cliff": round((gflop[0] / med[1]) / (gflop[1] / med[3]), 3)})
     emit({**record, **machine()})
     log(f"{kind} {shape}: xweave {record['xweave_gflops']} GFLOP/s, {reference} "
         f"{record[f'{reference}_gflops']}, ratio {record['ratio']}"

@@ -38,10 +38,10 @@ def profile_model(name: str, threads: int, top: int) -> dict:
     module = xweave.build(path, profile=True)
     set_num_threads(module, threads)
     profile = module.profile(repeat=10, **feeds)
-    rows = sorted(profile.by_kernel(), key=lambda r: -r["ms"])[:top] if hasattr(
-        profile, "by_kernel") else None
-    if rows is None:  # the profile's table as text, one line per kernel
-        rows = [line for line in profile.table().splitlines() if line.strip()][:top + 40]
+    rows = [{"kernel": r.kernel, "calls": r.calls, "ms": round(r.median_ms, 3),
+             "percent": round(r.percent, 1),
+             "gflops": None if r.gflops is None else round(r.gflops, 1)}
+            for r in profile.by_kernel[:top]]
     return {"bench": "zoo_profile", "model": name, "threads": threads, "kernels": rows}
 
 
