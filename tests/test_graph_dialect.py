@@ -251,6 +251,21 @@ def test_pattern_kinds_of_the_onnx_frontend_ops():
             assert cls.pattern_kind is kind, cls
 
 
+def test_activation_parameters_by_position_keyword_or_default():
+    """Parameters come in `PARAMETERS` order or by name; more of them, or others, are a
+    TypeError as for any Python call."""
+    x = Block(arg_types=[TensorType(f32, (2, 3))]).args[0]
+    assert graph.SeluOp(x, 1.5).alpha.value.data == 1.5
+    assert graph.SeluOp(x, gamma=2.0).gamma.value.data == 2.0
+    assert graph.SeluOp(x).alpha.value.data == graph.SeluOp.PARAMETERS["alpha"]
+    with pytest.raises(TypeError, match="SeluOp takes the parameters"):
+        graph.SeluOp(x, 1.0, 2.0, 3.0)
+    with pytest.raises(TypeError, match=r"\['beta'\]"):
+        graph.LeakyReluOp(x, beta=0.5)
+    with pytest.raises(TypeError):
+        graph.LogOp(x, 1.0)
+
+
 def test_verifier_messages_name_op_and_shapes():
     def body(emit, x):
         w = emit(ConstantOp.from_array("w", rand(4, 3, 3, 3)))

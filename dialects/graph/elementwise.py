@@ -205,6 +205,10 @@ class _FloatUnaryOperation(UnaryOperation, abc.ABC):
 
     def __init__(self, input: SSAValue, *args: float | str, **params: float | str):
         """Parameters may be given in the order of `PARAMETERS` or as keywords."""
+        unknown = [k for k in params if k not in self.PARAMETERS]
+        if len(args) > len(self.PARAMETERS) or unknown:
+            raise TypeError(f"{type(self).__name__} takes the parameters "
+                            f"{list(self.PARAMETERS)}, got {len(args)} positional and {unknown}")
         values = {**self.PARAMETERS, **dict(zip(self.PARAMETERS, args)), **params}
         props: dict[str, Attribute] = {
             k: StringAttr(v) if isinstance(v, str) else _f64(v) for k, v in values.items()
