@@ -490,7 +490,7 @@ def _compile_offloaded(module: ModuleOp, options: CompileOptions, accelerator: O
             assert isinstance(compiled, CompiledModule)
             steps.append(CpuStep(compiled, step.inputs, step.outputs))
         else:
-            steps.append(RunAcceleratorStep(step.layer, step.input, step.output))
+            steps.append(step)  # a plan's accelerator step is the step a HeteroModule runs
             if dump_dir is not None and hasattr(step.layer, "listing"):
                 folder = dump_dir / accelerator.name
                 folder.mkdir(exist_ok=True)
