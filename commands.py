@@ -294,9 +294,9 @@ def _add_target(p: argparse.ArgumentParser, when: str = "") -> None:
     p.add_argument("--target", help=when + TARGET_HELP)
 
 
-def _add_input_shapes(p: argparse.ArgumentParser,
-                      when: str = ", e.g. data:1x3x224x224") -> None:
-    p.add_argument("--input-shapes", help="bind symbolic input dims" + when)
+def _add_input_shapes(p: argparse.ArgumentParser, when: str = "") -> None:
+    p.add_argument("--input-shapes",
+                   help="bind symbolic input dims" + (when or ", e.g. data:1x3x224x224"))
 
 
 def _add_winograd(p: argparse.ArgumentParser, when: str = "") -> None:
