@@ -246,19 +246,22 @@ def unrolled_calls(
     ops: Sequence[Operation] | Iterator[Operation],
     acc: Accelerator,
     env: dict[SSAValue, int] | None = None,
-) -> Iterator[IntrinsicCall | DepEvent | tuple[str, Operation, dict[SSAValue, int]]]:
+    fold: Callable[[loop.ForOp, dict[SSAValue, int]], bool] | None = None,
+) -> Iterator[IntrinsicCall | DepEvent]:
     """Walk `ops` in execution order with every `loop.for` unrolled; yield an
-    `IntrinsicCall` per intrinsic call, a `DepEvent` per dependency op, and
-    `("enter", for_op, env)` / `("exit", for_op, env)` around each loop iteration body,
-    so a lowering rule may fold loops into hardware loops instead."""
+    `IntrinsicCall` per intrinsic call and a `DepEvent` per dependency op.
+
+    A lowering rule that can emit a whole loop as a hardware loop passes `fold`: it is
+    asked first at each `loop.for` (with the induction values of the loops around it)
+    and, where it returns True, has emitted the loop itself, which is then skipped."""
     env = {} if env is None else env
     for op in ops:
         if isinstance(op, loop.ForOp):
+            if fold is not None and fold(op, env):
+                continue
             for value in op.range:
                 env[op.induction_var] = value
-                yield ("enter", op, env)
-                yield from unrolled_calls(op.body.block.ops, acc, env)
-                yield ("exit", op, env)
+                yield from unrolled_calls(op.body.block.ops, acc, env, fold)
             env.pop(op.induction_var, None)
         elif isinstance(op, loop.IntrinsicOp):
             yield make_call(op, acc, env)

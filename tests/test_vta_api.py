@@ -54,8 +54,7 @@ def _toy() -> Accelerator:
     def lower_rule(f, acc, config=None):
         trace: list = []
         for ev in unrolled_calls(f.body.block.ops, acc):
-            if not isinstance(ev, tuple):
-                ev.intrinsic.lower(ev, trace)
+            ev.intrinsic.lower(ev, trace)
         return LoweredProgram(program=None, info={"trace": trace})  # type: ignore[arg-type]
 
     return Accelerator(
@@ -106,6 +105,31 @@ def test_a_second_accelerator_through_the_api():
     lowered = acc.lower(f, acc)
     # y starts at t*2, x at t, m at t+1: one call per tile
     assert lowered.info["trace"] == [("mv", 0, 0, 1), ("mv", 2, 1, 2)]
+
+
+def test_a_lowering_rule_folds_loops_it_can_emit_as_hardware_loops():
+    """`fold` is asked at every loop.for first; a loop it takes is not unrolled."""
+    acc = register_accelerator(_toy(), replace=True)
+    _, f, top = _mv_kernel()
+    tensorize_loop(top, acc.intrinsic("mv"))  # leaves the tile loop around one call
+    asked = []
+
+    def fold(for_op, env):
+        asked.append(for_op.name_str)
+        return taken
+
+    taken = False
+    assert len(list(unrolled_calls(f.body.block.ops, acc, fold=fold))) == 2
+    taken = True
+    assert list(unrolled_calls(f.body.block.ops, acc, fold=fold)) == []
+    assert asked == ["t", "t"]
+
+
+def test_unexpected_ops_in_a_kernel_are_an_error():
+    acc = register_accelerator(_toy(), replace=True)
+    _, f, _ = _mv_kernel()  # not tensorized: loads and arith remain
+    with pytest.raises(AcceleratorError, match="toy lowering: unexpected op loop.load"):
+        list(unrolled_calls(f.body.block.ops, acc))
 
 
 def test_tensorize_rejects_a_different_computation():

@@ -41,7 +41,7 @@ from xweave.accel.api import (
     IntrinsicCall,
     LoweredProgram,
     get_accelerator,
-    make_call,
+    unrolled_calls,
 )
 from xweave.accel.vta.config import DEFAULT, HardwareConfig
 from xweave.dialects import loop
@@ -332,28 +332,13 @@ class _Walker:
         self._sig_cache: dict[int, tuple | None] = {}
 
     def run(self, ops, env: dict[SSAValue, int]) -> None:
-        for op in ops:
-            if isinstance(op, loop.ForOp):
-                if self._sig(op) is not None and self._fold(op, env):
-                    continue
-                for v in op.range:
-                    env[op.induction_var] = v
-                    self.run(op.body.block.ops, env)
-                env.pop(op.induction_var, None)
-            elif isinstance(op, loop.IntrinsicOp):
-                call = make_call(op, self.acc, env)
-                call.intrinsic.lower(call, self.em)
-            elif isinstance(op, loop.DepPushOp):
-                self.em.builder.push(op.src_stage, op.dst_stage)
-            elif isinstance(op, loop.DepPopOp):
-                self.em.builder.pop(op.src_stage, op.dst_stage)
-            elif isinstance(op, loop.YieldOp | loop.AllocOp | func.ReturnOp):
-                continue
+        for event in unrolled_calls(ops, self.acc, env, fold=self._fold):
+            if isinstance(event, IntrinsicCall):
+                event.intrinsic.lower(event, self.em)
+            elif event.kind == "push":
+                self.em.builder.push(event.src, event.dst)
             else:
-                raise AcceleratorError(
-                    f"convert-loop-to-vta: unexpected {op.name} (expected loop.for, loop.intrinsic, "
-                    "loop.dep_push/pop or loop.alloc in an accelerator kernel)"
-                )
+                self.em.builder.pop(event.src, event.dst)
 
     def _sig(self, op: loop.ForOp):
         key = id(op)
@@ -363,22 +348,17 @@ class _Walker:
 
     def _uops(self, ops, env) -> tuple[tuple | None, list[tuple[int, int, int]]]:
         kind, uops = None, []
-        for op in ops:
-            if isinstance(op, loop.ForOp):
-                for v in op.range:
-                    env[op.induction_var] = v
-                    k, u = self._uops(op.body.block.ops, env)
-                    kind = kind or k
-                    uops.extend(u)
-                env.pop(op.induction_var, None)
-            elif isinstance(op, loop.IntrinsicOp):
-                kind, uop = kernel_uop(make_call(op, self.acc, env))
-                uops.append(uop)
+        for call in unrolled_calls(ops, self.acc, env):
+            assert isinstance(call, IntrinsicCall)  # a micro-kernel nest holds only calls
+            kind, uop = kernel_uop(call)
+            uops.append(uop)
         return kind, uops
 
     def _fold(self, outer: loop.ForOp, env: dict[SSAValue, int]) -> bool:
-        """Emit `outer` as one micro-kernel instruction; False if the calls are not affine
-        in the two hardware loops (then the caller unrolls `outer`)."""
+        """Emit `outer` as one micro-kernel instruction; False if it is not a micro-kernel
+        nest or its calls are not affine in the two hardware loops (then it is unrolled)."""
+        if self._sig(outer) is None:
+            return False
         if outer.extent == 0:
             return True
         body = [o for o in outer.body.block.ops if not isinstance(o, loop.YieldOp)]

@@ -150,7 +150,7 @@ def lower(f: func.FuncOp, acc: Accelerator, config: Gemm8x8Config | None = None)
     for event in unrolled_calls(f.body.block.ops, acc):
         if isinstance(event, IntrinsicCall):
             event.intrinsic.lower(event, em)
-        elif not isinstance(event, tuple):  # a dependency token: this unit has none
+        else:  # a dependency token: this unit has none
             raise AcceleratorError(f"{NAME}: unexpected {event.op.name}; the unit runs one stream")
     program = isa.ProgramOp(em.ops)
     program.verify()
