@@ -22,7 +22,7 @@ from xweave.context import parse_module
 from xweave.dialects import graph
 from xweave.dialects.graph import ConstantOp, PatternKind
 from xweave.dialects.graph.constants import constant_value
-from xweave.dialects.graph.shapes import pool2d_output_shape, window_output_size
+from xweave.dialects.graph.shapes import window2d_output_size, window_output_size
 from xweave.dialects.interpreters.graph import GraphFunctions
 from xweave.context import print_module
 
@@ -415,7 +415,7 @@ def test_conv2d_matches_naive_loops(strides, pads, dilations, groups, bias):
 
 def naive_pool(x, kernel, strides, pads, dilations, ceil_mode, kind, count_include_pad=False):
     n, c, h, w = x.shape
-    out = pool2d_output_shape(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    out = (n, c, *window2d_output_size((h, w), kernel, strides, pads, dilations, ceil_mode))
     y = np.zeros(out, np.float64)
     for i, j in itertools.product(range(out[2]), range(out[3])):
         values, padded = [], 0

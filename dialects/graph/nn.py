@@ -22,10 +22,9 @@ from xweave.dialects.graph.base import (
     pattern_kind_def,
 )
 from xweave.dialects.graph.shapes import (
-    conv2d_nchwc_output_shape,
-    conv2d_output_shape,
     conv_transpose2d_output_shape,
     matmul_output_shape,
+    window2d_output_size,
 )
 
 
@@ -137,7 +136,8 @@ class Conv2dOp(_WindowOp):
 
     @staticmethod
     def output_shape(input_shape, weight_shape, strides, pads, dilations, groups, **extra):
-        return conv2d_output_shape(input_shape, weight_shape, strides, pads, dilations)
+        plane = window2d_output_size(input_shape[2:4], weight_shape[2:4], strides, pads, dilations)
+        return (input_shape[0], weight_shape[0], *plane)
 
     def verify_shapes(self) -> None:
         window = self._verify_window(4, 4)
@@ -173,7 +173,8 @@ class Conv2dNchwcOp(_WindowOp):
 
     @staticmethod
     def output_shape(input_shape, weight_shape, strides, pads, dilations, groups, **extra):
-        return conv2d_nchwc_output_shape(input_shape, weight_shape, strides, pads, dilations)
+        plane = window2d_output_size(input_shape[2:4], weight_shape[2:4], strides, pads, dilations)
+        return (input_shape[0], weight_shape[0], *plane, weight_shape[5])
 
     def verify_shapes(self) -> None:
         window = self._verify_window(5, 6)

@@ -21,7 +21,7 @@ from xweave.dialects.graph.base import (
     _tensor,
     pattern_kind_def,
 )
-from xweave.dialects.graph.shapes import pool2d_output_shape
+from xweave.dialects.graph.shapes import window2d_output_size
 
 
 class _NCHWOperation(TensorToTensorOperation, abc.ABC):
@@ -78,8 +78,8 @@ class _WindowPoolOperation(_NCHWOperation, abc.ABC):
         if result_type is None:
             shape = _shape(input)
             block = shape[4:]  # NCHW<k>c: the channel block comes back at the end
-            out = pool2d_output_shape(shape[:4], kernel, strides, pads, dilations, ceil_mode)
-            result_type = _tensor(_element(input), (*out, *block))
+            plane = window2d_output_size(shape[2:4], kernel, strides, pads, dilations, ceil_mode)
+            result_type = _tensor(_element(input), (*shape[:2], *plane, *block))
         properties = {
             "kernel": _i64_array(kernel),
             "strides": _i64_array(strides),
@@ -103,9 +103,9 @@ class _WindowPoolOperation(_NCHWOperation, abc.ABC):
         span = [d * (k - 1) + 1 for k, d in zip(kernel, dilations)]
         if pads[0] >= span[0] or pads[2] >= span[0] or pads[1] >= span[1] or pads[3] >= span[1]:
             raise self._fail(f"pads {list(pads)} must be smaller than the window {span}")
-        shape = pool2d_output_shape(
-            self.nchw_shape(), kernel, strides, pads, dilations, bool(self.ceil_mode.value.data)
-        )
+        n, c, h, w = self.nchw_shape()
+        plane = window2d_output_size((h, w), kernel, strides, pads, dilations, bool(self.ceil_mode.value.data))
+        shape = (n, c, *plane)
         if min(shape) < 1:
             raise self._fail(f"window does not fit: output shape would be {list(shape)}")
         return self.blocked_shape(shape)

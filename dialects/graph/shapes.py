@@ -39,48 +39,20 @@ def window_output_size(
     return out
 
 
-def conv2d_output_shape(
-    input_shape: Sequence[int],
-    weight_shape: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-) -> tuple[int, ...]:
-    """[N, O, OH, OW] of an NCHW x OIHW convolution (pads: top, left, bottom, right)."""
-    n, _, h, w = input_shape
-    o, _, kh, kw = weight_shape
-    oh = window_output_size(h, kh, strides[0], pads[0], pads[2], dilations[0])
-    ow = window_output_size(w, kw, strides[1], pads[1], pads[3], dilations[1])
-    return (n, o, oh, ow)
-
-
-def conv2d_nchwc_output_shape(
-    input_shape: Sequence[int],
-    weight_shape: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-) -> tuple[int, ...]:
-    """[N, O/co, OH, OW, co] of a channel-blocked convolution (see `Conv2dNchwcOp`)."""
-    n, _, h, w, _ = input_shape
-    blocks, _, kh, kw, _, co = weight_shape
-    _, _, oh, ow = conv2d_output_shape((n, 0, h, w), (0, 0, kh, kw), strides, pads, dilations)
-    return (n, blocks, oh, ow, co)
-
-
-def pool2d_output_shape(
-    input_shape: Sequence[int],
+def window2d_output_size(
+    plane: Sequence[int],
     kernel: Sequence[int],
     strides: Sequence[int],
     pads: Sequence[int],
     dilations: Sequence[int] = (1, 1),
     ceil_mode: bool = False,
-) -> tuple[int, ...]:
-    """[N, C, OH, OW] of a 2-D pool on NCHW data (pads: top, left, bottom, right)."""
-    n, c, h, w = input_shape
+) -> tuple[int, int]:
+    """(OH, OW) of a 2-D window (a pool's, a convolution's kernel) slid over an (H, W)
+    plane (pads: top, left, bottom, right)."""
+    h, w = plane
     oh = window_output_size(h, kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
     ow = window_output_size(w, kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
-    return (n, c, oh, ow)
+    return oh, ow
 
 
 def matmul_output_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:

@@ -20,7 +20,7 @@ from xdsl.ir import Operation
 from xweave.dialects import graph
 from xweave.dialects.dtypes import numpy_dtype
 from xweave.dialects.graph.constants import constant_value
-from xweave.dialects.graph.shapes import pool2d_output_shape, window_output_size
+from xweave.dialects.graph.shapes import window2d_output_size, window_output_size
 from xweave.dialects.graph.winograd import winograd_tiles
 from xweave.dialects.interpreters.numpy_ops import erf
 from xweave.layout import transform_array
@@ -135,7 +135,7 @@ def conv2d(
 
 def max_pool2d(x, kernel, strides, pads, dilations, ceil_mode) -> np.ndarray:
     """Max over each window; padding is -inf so it never wins."""
-    out_hw = pool2d_output_shape(x.shape, kernel, strides, pads, dilations, ceil_mode)[2:]
+    out_hw = window2d_output_size(x.shape[2:], kernel, strides, pads, dilations, ceil_mode)
     xp = _pad_for_windows(x, pads, kernel, strides, dilations, out_hw, -np.inf)
     return _windows(xp, kernel, strides, dilations, out_hw).max(axis=(4, 5))
 
@@ -146,7 +146,7 @@ def avg_pool2d(x, kernel, strides, pads, ceil_mode, count_include_pad) -> np.nda
     Window positions added by ceil_mode beyond the end padding never count.
     """
     ones = (1, 1)
-    out_hw = pool2d_output_shape(x.shape, kernel, strides, pads, ones, ceil_mode)[2:]
+    out_hw = window2d_output_size(x.shape[2:], kernel, strides, pads, ones, ceil_mode)
     xp = _pad_for_windows(x, pads, kernel, strides, ones, out_hw, 0.0)
     sums = _windows(xp, kernel, strides, ones, out_hw).sum(axis=(4, 5))
     # The divisor: window sums over a mask of the positions that count.
