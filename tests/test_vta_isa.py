@@ -21,18 +21,7 @@ from xweave.accel.vta.encoding import (
     layouts,
 )
 from xweave.context import parse_module
-from xweave.accel.vta.dialect import (
-    AluOp,
-    AluOpcode,
-    FinishOp,
-    GemmOp,
-    LoadOp,
-    MemoryType,
-    ProgramOp,
-    StoreOp,
-    UopBufferOp,
-    UopOp,
-)
+from xweave.accel.vta import dialect as vta
 
 # --------------------------------------------------------------------------------------
 # Strategies: every field over its full range for the default config
@@ -46,30 +35,30 @@ def bits(n: int):
 deps = st.sets(st.sampled_from(["pop_prev", "pop_next", "push_prev", "push_next"])).map(sorted)
 
 loads = st.builds(
-    LoadOp,
-    st.sampled_from(list(LoadOp.LOADABLE)),
+    vta.LoadOp,
+    st.sampled_from(list(vta.LoadOp.LOADABLE)),
     bits(16), bits(32), bits(16), bits(16), bits(16),
     bits(4), bits(4), bits(4), bits(4),
     deps=deps,
 )  # fmt: skip
-stores = st.builds(StoreOp, bits(16), bits(32), bits(16), bits(16), bits(16), deps=deps)
+stores = st.builds(vta.StoreOp, bits(16), bits(32), bits(16), bits(16), bits(16), deps=deps)
 gemms = st.builds(
-    GemmOp,
+    vta.GemmOp,
     bits(13), bits(14), bits(14), bits(14),
     bits(11), bits(11), bits(11), bits(11), bits(10), bits(10),
     reset=st.booleans(), deps=deps,
 )  # fmt: skip
 alus = st.builds(
-    AluOp,
-    st.sampled_from(list(AluOpcode)),
+    vta.AluOp,
+    st.sampled_from(list(vta.AluOpcode)),
     bits(13), bits(14), bits(14), bits(14),
     bits(11), bits(11), bits(11), bits(11),
     imm=st.none() | st.integers(-(1 << 15), (1 << 15) - 1),
     reset=st.booleans(), deps=deps,
 )  # fmt: skip
-finishes = st.builds(FinishOp, deps=deps)
+finishes = st.builds(vta.FinishOp, deps=deps)
 instructions = st.one_of(loads, stores, gemms, alus, finishes)
-uops = st.builds(UopOp, bits(11), bits(11), bits(10))
+uops = st.builds(vta.UopOp, bits(11), bits(11), bits(10))
 
 
 def same(a, b) -> bool:
@@ -98,7 +87,7 @@ def test_uop_roundtrip(op):
 @settings(max_examples=50, deadline=None)
 @given(st.lists(instructions, max_size=12), st.lists(uops, max_size=12))
 def test_program_roundtrip(insns, uop_list):
-    program = ProgramOp(insns, uop_list or None, sym_name="p")
+    program = vta.ProgramOp(insns, uop_list or None, sym_name="p")
     insn_bytes, uop_bytes = encode_program(program)
     assert len(insn_bytes) == 16 * len(insns) and len(uop_bytes) == 4 * len(uop_list)
     assert same(decode_program(insn_bytes, uop_bytes, sym_name="p"), program)
@@ -114,7 +103,7 @@ def as_int(data: bytes) -> int:
 
 
 def test_load_bit_positions():
-    op = LoadOp("inp", 5, 0x12345678, 3, 7, 9, 1, 2, 3, 4, deps=["pop_next", "push_next"])
+    op = vta.LoadOp("inp", 5, 0x12345678, 3, 7, 9, 1, 2, 3, 4, deps=["pop_next", "push_next"])
     expected = (
         0  # opcode LOAD
         | 1 << 4 | 1 << 6  # pop_next, push_next
@@ -128,16 +117,16 @@ def test_load_bit_positions():
 
 
 def test_store_and_finish_bit_positions():
-    op = StoreOp(sram_base=0xFFFF, dram_base=0xFFFFFFFF, y_size=1, x_size=2, x_stride=3,
+    op = vta.StoreOp(sram_base=0xFFFF, dram_base=0xFFFFFFFF, y_size=1, x_size=2, x_stride=3,
                  deps=["pop_prev", "push_prev"])  # fmt: skip
     expected = 1 | 1 << 3 | 1 << 5 | 4 << 7 | 0xFFFF << 10 | 0xFFFFFFFF << 26 | 1 << 64 | 2 << 80 | 3 << 96
     assert as_int(encode_instruction(op)) == expected
-    assert as_int(encode_instruction(FinishOp())) == 3
-    assert encode_instruction(FinishOp(deps=["push_prev"])) == bytes([0x23]) + bytes(15)
+    assert as_int(encode_instruction(vta.FinishOp())) == 3
+    assert encode_instruction(vta.FinishOp(deps=["push_prev"])) == bytes([0x23]) + bytes(15)
 
 
 def test_gemm_bit_positions():
-    op = GemmOp(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, reset=True, deps=["pop_prev"])
+    op = vta.GemmOp(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, reset=True, deps=["pop_prev"])
     expected = (
         2 | 1 << 3 | 1 << 7  # opcode GEMM, pop_prev, reset_reg
         | 1 << 8 | 2 << 21 | 3 << 35 | 4 << 49  # uop_bgn, uop_end, iter_out, iter_in
@@ -145,25 +134,25 @@ def test_gemm_bit_positions():
     )  # fmt: skip
     assert as_int(encode_instruction(op)) == expected
     # The top field is the last 10 bits of the 128.
-    top = GemmOp(0, 1, wgt_factor_in=1023)
+    top = vta.GemmOp(0, 1, wgt_factor_in=1023)
     assert as_int(encode_instruction(top)) >> 118 == 1023
 
 
 def test_alu_bit_positions():
-    op = AluOp("shr", 0, 1, 1, 1, 1, 2, 3, 4, imm=-2)
+    op = vta.AluOp("shr", 0, 1, 1, 1, 1, 2, 3, 4, imm=-2)
     expected = (
         4 | 0 << 8 | 1 << 21 | 1 << 35 | 1 << 49
         | 1 << 64 | 2 << 75 | 3 << 86 | 4 << 97
         | 3 << 108 | 1 << 111 | 0xFFFE << 112  # alu_opcode SHR, use_imm, imm = -2 (two's complement)
     )  # fmt: skip
     assert as_int(encode_instruction(op)) == expected
-    no_imm = AluOp("max", 0, 1)
+    no_imm = vta.AluOp("max", 0, 1)
     assert (as_int(encode_instruction(no_imm)) >> 108) & 0xF == 1  # MAX, use_imm clear
 
 
 def test_uop_bit_positions():
-    assert as_int(encode_uop(UopOp(1, 2, 3))) == 1 | 2 << 11 | 3 << 22
-    assert encode_uop(UopOp(2047, 0, 1023)) == (2047 | 1023 << 22).to_bytes(4, "little")
+    assert as_int(encode_uop(vta.UopOp(1, 2, 3))) == 1 | 2 << 11 | 3 << 22
+    assert encode_uop(vta.UopOp(2047, 0, 1023)) == (2047 | 1023 << 22).to_bytes(4, "little")
 
 
 def test_default_layout_matches_tvm():
@@ -201,10 +190,10 @@ vta.program @relu {
 """
 
 
-def parse_program() -> ProgramOp:
+def parse_program() -> vta.ProgramOp:
     module = parse_module(PROGRAM)
     program = module.body.block.first_op
-    assert isinstance(program, ProgramOp)
+    assert isinstance(program, vta.ProgramOp)
     return program
 
 
@@ -254,15 +243,15 @@ def test_python_accessors():
     load, acc, alu, store, finish = program.instructions
     assert program.uop_buffer is not None and program.uop_buffer.num_uops == 2
     assert [op.stage for op in program.instructions] == ["compute", "compute", "compute", "store", "compute"]
-    assert LoadOp("inp", 0, 0, 1, 1, 1).stage == "load"
-    assert acc.mem == MemoryType.ACC and acc.deps == ("pop_next",)
+    assert vta.LoadOp("inp", 0, 0, 1, 1, 1).stage == "load"
+    assert acc.mem == vta.MemoryType.ACC and acc.deps == ("pop_next",)
     assert acc.fields()["dram_base"] == 64 and acc.pads == (0, 0, 0, 0)
-    assert alu.op == AluOpcode.MAX and alu.use_imm and alu.imm_value == 0
+    assert alu.op == vta.AluOpcode.MAX and alu.use_imm and alu.imm_value == 0
     assert store.field("dram_base") == 32
     with pytest.raises(KeyError):
         store.field("y_pad_0")
     with pytest.raises(ValueError, match="unknown dependency flag"):
-        FinishOp(deps=["pop_later"])
+        vta.FinishOp(deps=["pop_later"])
 
 
 # --------------------------------------------------------------------------------------
@@ -276,7 +265,7 @@ def insn_word(value: int) -> bytes:
 
 @pytest.mark.parametrize("opcode", [5, 6, 7])
 def test_unknown_opcode_names_offset(opcode):
-    good = encode_instruction(FinishOp())
+    good = encode_instruction(vta.FinishOp())
     with pytest.raises(ValueError, match=rf"unknown opcode {opcode} .*offset 0x20"):
         decode_program(good + good + insn_word(opcode))
     with pytest.raises(ValueError, match="offset 0x20"):
@@ -314,21 +303,21 @@ def test_bad_lengths():
 
 def test_unused_bits_are_ignored():
     # bits 58..63 of LOAD, and imm without use_imm
-    assert same(decode_instruction(insn_word(2 << 7 | 1 << 60)), LoadOp("inp", 0, 0, 0, 0, 0))
+    assert same(decode_instruction(insn_word(2 << 7 | 1 << 60)), vta.LoadOp("inp", 0, 0, 0, 0, 0))
     assert decode_instruction(insn_word(4 | 5 << 112)).imm is None
 
 
 def test_encode_rejects_out_of_range_fields():
     with pytest.raises(ValueError, match=r"vta.load: sram_base = 65536 does not fit in 16 bits"):
-        encode_instruction(LoadOp("inp", 65536, 0, 1, 1, 1))
+        encode_instruction(vta.LoadOp("inp", 65536, 0, 1, 1, 1))
     with pytest.raises(ValueError, match="imm = 40000 does not fit in 16 signed bits"):
-        encode_instruction(AluOp("add", 0, 1, imm=40000))
+        encode_instruction(vta.AluOp("add", 0, 1, imm=40000))
     with pytest.raises(ValueError, match="dst_idx = 2048 does not fit in 11 bits"):
-        encode_uop(UopOp(2048, 0, 0))
+        encode_uop(vta.UopOp(2048, 0, 0))
     with pytest.raises(TypeError, match="not a vta instruction"):
-        encode_instruction(UopOp(0, 0, 0))
+        encode_instruction(vta.UopOp(0, 0, 0))
     with pytest.raises(ValueError, match="cannot encode vta.uop inside a vta.program"):
-        encode_program(ProgramOp([UopOp(0, 0, 0)]))
+        encode_program(vta.ProgramOp([vta.UopOp(0, 0, 0)]))
 
 
 # --------------------------------------------------------------------------------------
@@ -379,10 +368,10 @@ def test_field_widths_follow_the_config():
     gemm = {f.name: (f.hi, f.lo) for f in layouts(small)["gemm"].fields}
     assert gemm["src_factor_out"] == (95, 86) and gemm["src_factor_in"] == (105, 96)
     assert gemm["wgt_factor_out"] == (115, 106) and gemm["wgt_factor_in"] == (125, 116)
-    op = GemmOp(0, 1, src_factor_in=1000, wgt_factor_in=7)
+    op = vta.GemmOp(0, 1, src_factor_in=1000, wgt_factor_in=7)
     assert same(decode_instruction(encode_instruction(op, small), small), op)
     with pytest.raises(ValueError, match="src_factor_in = 1500 does not fit in 10 bits"):
-        encode_instruction(GemmOp(0, 1, src_factor_in=1500), small)
+        encode_instruction(vta.GemmOp(0, 1, src_factor_in=1500), small)
     # A 64 KiB uop scratchpad needs 14/15-bit uop_bgn/uop_end: iter_in no longer fits the
     # low word, and the GEMM format overflows 128 bits.
     with pytest.raises(ValueError, match="GEMM format needs 148 bits with this HardwareConfig"):
@@ -404,16 +393,16 @@ def test_valid_program_verifies():
     example = vta.__doc__.split("in execution order:\n\n")[1].split("\n\n")[0]
     module = parse_module(textwrap.dedent(example))
     program = module.body.block.first_op
-    assert isinstance(program, ProgramOp) and len(program.instructions) == 9
-    ProgramOp([FinishOp()], UopBufferOp([(0, 0, 0)])).verify()
+    assert isinstance(program, vta.ProgramOp) and len(program.instructions) == 9
+    vta.ProgramOp([vta.FinishOp()], vta.UopBufferOp([(0, 0, 0)])).verify()
 
 
 def test_verifier_rejects():
     from xdsl.utils.exceptions import VerifyException
 
     with pytest.raises(VerifyException, match="FINISH may not pop"):
-        FinishOp(deps=["pop_next"]).verify()
+        vta.FinishOp(deps=["pop_next"]).verify()
     with pytest.raises(VerifyException, match="uop_end \\(3\\) must be greater than uop_bgn \\(3\\)"):
-        GemmOp(3, 3).verify()
+        vta.GemmOp(3, 3).verify()
     with pytest.raises(VerifyException, match="reads uop addresses up to 3"):
-        ProgramOp([LoadOp("uop", 0, 1, 1, 2, 2)], UopBufferOp([(0, 0, 0), (1, 1, 0)])).verify()
+        vta.ProgramOp([vta.LoadOp("uop", 0, 1, 1, 2, 2)], vta.UopBufferOp([(0, 0, 0), (1, 1, 0)])).verify()
