@@ -46,24 +46,31 @@ def set_threads(threads: int) -> None:
         os.environ[var] = str(threads)
 
 
-def median_time(fn, repeat: int = 7, min_seconds: float = 0.05) -> float:
-    """Median seconds per call over `repeat` timed runs, each long enough to be stable."""
-    fn()  # warm-up
+def per_call_times(fn, *args, repeat: int = 7, min_seconds: float = 0.05,
+                   max_number: int = 1 << 16) -> list[float]:
+    """Seconds per call of `fn(*args)` in each of `repeat` timed runs; a run makes as
+    many calls (up to `max_number`) as take `min_seconds`, after a warm-up call."""
+    fn(*args)
     number = 1
     while True:
         start = time.perf_counter()
         for _ in range(number):
-            fn()
-        if time.perf_counter() - start >= min_seconds or number >= 1 << 16:
+            fn(*args)
+        if time.perf_counter() - start >= min_seconds or number >= max_number:
             break
         number *= 2
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
         for _ in range(number):
-            fn()
+            fn(*args)
         samples.append((time.perf_counter() - start) / number)
-    samples.sort()
+    return samples
+
+
+def median_time(fn, repeat: int = 7, min_seconds: float = 0.05) -> float:
+    """Median seconds per call over `repeat` timed runs, each long enough to be stable."""
+    samples = sorted(per_call_times(fn, repeat=repeat, min_seconds=min_seconds))
     return samples[len(samples) // 2]
 
 

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-import common  # noqa: F401  (before numpy: removes the OpenBLAS overrides)
+import common  # before numpy: removes the OpenBLAS overrides
 
 POLICIES = {
     "default": {},
@@ -74,23 +74,9 @@ KERNELS += "".join(TINY_KERNEL.replace("NAME", name).replace("ROWS", rows)
                    for name, rows in (("tiny_par", "parallel "), ("tiny_serial", "")))
 
 
-def _per_call_us(fn, args, repeat: int, target_s: float = 0.02) -> tuple[float, list[float]]:
-    fn(*args)
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn(*args)
-        elapsed = time.perf_counter() - start
-        if elapsed >= target_s or number >= 1 << 20:
-            break
-        number *= 4
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn(*args)
-        runs.append((time.perf_counter() - start) / number * 1e6)
+def _per_call_us(fn, args, repeat: int) -> tuple[float, list[float]]:
+    runs = [t * 1e6 for t in common.per_call_times(fn, *args, repeat=repeat, min_seconds=0.02,
+                                                   max_number=1 << 20)]
     return statistics.median(runs), runs
 
 
@@ -139,10 +125,10 @@ def child(policy: str, repeat: int) -> None:
     y = np.empty_like(x)
     one = (y64.ctypes.data,)
     two = (x.ctypes.data, y.ctypes.data)
-    common = {"policy": policy, "env": POLICIES[policy], "repeat": repeat}
+    setting = {"policy": policy, "env": POLICIES[policy], "repeat": repeat}
 
     def emit(**row) -> None:
-        print(json.dumps({**row, **common}), flush=True)
+        print(json.dumps({**row, **setting}), flush=True)
 
     median, runs = _per_call_us(empty_serial, one, repeat)
     emit(measurement="serial_call", threads=1, us_per_call=round(median, 3),
