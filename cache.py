@@ -35,9 +35,15 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import llvmlite
+import llvmlite.binding as llvm
 import numpy as np
+import onnx
+from onnx.external_data_helper import _get_all_tensors, uses_external_data
+from xdsl.dialects.builtin import ModuleOp
 
 from xweave import plugins
+from xweave.context import print_module
 from xweave.runtime.load import load_module
 from xweave.target import Target, TargetError, as_target, machine_model
 
@@ -157,9 +163,6 @@ def _versions() -> dict[str, Any]:
 
 @functools.cache
 def _library_versions() -> dict[str, Any]:
-    import llvmlite
-    import llvmlite.binding as llvm
-
     return {"source": _source_fingerprint(),
             "xdsl": _version("xdsl"), "llvmlite": llvmlite.__version__,
             "llvm": list(llvm.llvm_version_info), "onnx": _version("onnx"),
@@ -195,11 +198,6 @@ def _file_digest(path: str | os.PathLike) -> str:
 
 
 def _model_digest(model: Any) -> dict[str, Any]:
-    import onnx
-    from xdsl.dialects.builtin import ModuleOp
-
-    from xweave.context import print_module
-
     if isinstance(model, ModuleOp):
         return {"ir": hashlib.sha256(print_module(model).encode()).hexdigest()}
     if isinstance(model, onnx.ModelProto):
@@ -226,8 +224,6 @@ def _model_digest(model: Any) -> dict[str, Any]:
 
 def _external_data(model) -> list[str]:
     """The files an ONNX model's tensors keep their data in."""
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data
-
     return sorted({entry.value for tensor in _get_all_tensors(model)
                    if uses_external_data(tensor)
                    for entry in tensor.external_data if entry.key == "location"})

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from math import prod
 
 import onnx
-from onnx import checker, defs
+from onnx import checker, defs, numpy_helper
 
 from xweave.errors import ModelError
 
@@ -162,8 +162,6 @@ def _check_initializers(model: onnx.ModelProto, source: str) -> None:
 def initializer_arrays(model: onnx.ModelProto, source: str) -> dict:
     """The initializers as numpy arrays; data that does not match the declared shape
     (more of it than the shape holds, say) is a `ModelError` naming the initializer."""
-    from onnx import numpy_helper
-
     arrays = {}
     for t in model.graph.initializer:
         try:

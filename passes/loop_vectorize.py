@@ -68,6 +68,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
+from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
@@ -421,7 +422,7 @@ class _Plan:
             )
         if op.name == "loop.alloc":
             return
-        if not _is_pure(op):
+        if not is_side_effect_free(op):
             raise _Reject(f"{_describe(op)} has memory effects (calls are not vectorized)")
         if not varying_in:
             return
@@ -602,12 +603,6 @@ def _single_use(value: SSAValue) -> bool:
 
 def _vectorizable_scalar(t: Attribute) -> bool:
     return isinstance(t, AnyFloat) or (isinstance(t, IntegerType) and not isinstance(t, IndexType))
-
-
-def _is_pure(op: Operation) -> bool:
-    from xdsl.traits import is_side_effect_free
-
-    return is_side_effect_free(op)
 
 
 class _Builder:
