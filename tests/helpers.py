@@ -38,6 +38,33 @@ def onnx_model(nodes, inputs, outputs, initializers=None, opset=13, infer_shapes
     return onnx.shape_inference.infer_shapes(model) if infer_shapes else model
 
 
+MATMUL_LOOPS = """
+func.func @matmul(%A: memref<5x7xf32>, %B: memref<7x9xf32>, %C: memref<5x9xf32>) attributes {xweave.kernel} {
+  %zero = arith.constant 0.0 : f32
+  loop.for "mm_init.i" %i0 = 0 to 5 {
+    loop.for "mm_init.j" %j0 = 0 to 9 {
+      loop.store %zero, %C[%i0, %j0] : memref<5x9xf32>
+    }
+  }
+  loop.for "mm.i" %i = 0 to 5 {
+    loop.for "mm.j" %j = 0 to 9 {
+      loop.for "mm.k" %k = 0 to 7 unrolled {
+        %a = loop.load %A[%i, %k] : memref<5x7xf32>
+        %b = loop.load %B[%k, %j] : memref<7x9xf32>
+        %c = loop.load %C[%i, %j] : memref<5x9xf32>
+        %p = arith.mulf %a, %b : f32
+        %s = arith.addf %c, %p : f32
+        loop.store %s, %C[%i, %j] : memref<5x9xf32>
+      }
+    }
+  }
+  func.return
+}
+"""
+"""C = A @ B (A 5x7, B 7x9) as a loop-stage kernel: a named init nest, then the update
+nest with the reduction loop unrolled."""
+
+
 def dense_bias_relu(m: int, k: int, n: int):
     """relu(A @ B + bias) in te, A [m, k], B [k, n]: (inputs [A, B, bias], outputs [relu])."""
     A = te.placeholder((m, k), "float32", name="A")

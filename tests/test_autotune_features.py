@@ -14,31 +14,10 @@ from xweave.autotune.features import (
 )
 from xweave.context import parse_module
 
+from helpers import MATMUL_LOOPS as MATMUL
+
 NAMES = {n: i for i, n in enumerate(feature_names())}
 
-MATMUL = """
-func.func @matmul(%A: memref<5x7xf32>, %B: memref<7x9xf32>, %C: memref<5x9xf32>) attributes {xweave.kernel} {
-  %zero = arith.constant 0.0 : f32
-  loop.for "mm_init.i" %i0 = 0 to 5 {
-    loop.for "mm_init.j" %j0 = 0 to 9 {
-      loop.store %zero, %C[%i0, %j0] : memref<5x9xf32>
-    }
-  }
-  loop.for "mm.i" %i = 0 to 5 {
-    loop.for "mm.j" %j = 0 to 9 {
-      loop.for "mm.k" %k = 0 to 7 unrolled {
-        %a = loop.load %A[%i, %k] : memref<5x7xf32>
-        %b = loop.load %B[%k, %j] : memref<7x9xf32>
-        %c = loop.load %C[%i, %j] : memref<5x9xf32>
-        %p = arith.mulf %a, %b : f32
-        %s = arith.addf %c, %p : f32
-        loop.store %s, %C[%i, %j] : memref<5x9xf32>
-      }
-    }
-  }
-  func.return
-}
-"""
 
 VECTOR = """
 func.func @k(%A: memref<16x32xf32>, %B: memref<32xf32>, %C: memref<16x32xf32>) attributes {xweave.kernel} {

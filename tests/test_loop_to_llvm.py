@@ -20,6 +20,8 @@ from xweave.lowering.loop_to_llvm import (
 from xweave.lowering.llvm_codegen import compile_llvm
 from xweave.runtime.jit import load_object
 
+from helpers import MATMUL_LOOPS
+
 RTOL = 1e-5
 
 
@@ -54,29 +56,8 @@ def resources(**blobs: np.ndarray) -> str:
 # Kernels
 # ----------------------------------------------------------------------------------
 
-MATMUL = """
-func.func @matmul(%A: memref<5x7xf32>, %B: memref<7x9xf32>, %C: memref<5x9xf32>) attributes {xweave.kernel} {
-  %zero = arith.constant 0.0 : f32
-  loop.for %i = 0 to 5 {
-    loop.for %j = 0 to 9 {
-      loop.store %zero, %C[%i, %j] : memref<5x9xf32>
-      loop.for %k = 0 to 7 {
-        %a = loop.load %A[%i, %k] : memref<5x7xf32>
-        %b = loop.load %B[%k, %j] : memref<7x9xf32>
-        %c = loop.load %C[%i, %j] : memref<5x9xf32>
-        %p = arith.mulf %a, %b : f32
-        %s = arith.addf %c, %p : f32
-        loop.store %s, %C[%i, %j] : memref<5x9xf32>
-      }
-    }
-  }
-  func.return
-}
-"""
-
-
 def test_naive_matmul():
-    engine, module = build(MATMUL)
+    engine, module = build(MATMUL_LOOPS)
     assert {op.name for op in module.ops} == {"llvm.func"}
     rng = np.random.default_rng(1)
     a = rng.standard_normal((5, 7)).astype(np.float32)
