@@ -37,7 +37,6 @@ LAYERS = {**RESNET18, **DEPTHWISE}
 
 def conv_model(size, cin, cout, k, stride, pad, groups):
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)

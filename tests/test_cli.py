@@ -1,6 +1,5 @@
 """The `xweave` and `xweave-opt` command lines: the happy path and every kind of bad input."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path

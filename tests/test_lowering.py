@@ -3,7 +3,6 @@ compared with onnxruntime, and the compiled code too (so each conversion pass is
 checked to preserve meaning)."""
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper

@@ -30,7 +30,7 @@ import pytest
 from onnx import TensorProto, numpy_helper
 
 import xweave
-from xweave.errors import ModelError, UnsupportedOpsError
+from xweave.errors import UnsupportedOpsError
 
 DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
 FOLDERS = ("pytorch-converted", "pytorch-operator", "simple")

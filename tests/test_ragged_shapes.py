@@ -7,7 +7,6 @@ tiles), a batch matmul whose columns no vector divides (ragged column tiles), 1x
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper

@@ -6,7 +6,6 @@ rewritten by the passes, then both interpreted and compiled; everything is compa
 with numpy.
 """
 
-import ctypes
 import os
 import re
 import subprocess
