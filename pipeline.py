@@ -271,7 +271,7 @@ def stage_of(module: ModuleOp, text: str | None = None) -> str:
     accepted = ("accepted: " + ", ".join(_ORDER) + " (graph, te, loop or llvm dialect "
                 "modules with a @main)")
     if main is None:
-        raise XweaveError(f"the IR is at no stage of the pipeline: it has no @main function; "
+        raise XweaveError("the IR is at no stage of the pipeline: it has no @main function; "
                           + accepted)
     if "llvm.func" in ops:
         if {"graph", "te", "loop"} & dialects or "func.func" in ops:
@@ -563,7 +563,8 @@ class OffloadTarget:
                               f" (it takes: {', '.join(self.options) or 'none'})")
 
 
-_TARGETS: plugins.Registry[OffloadTarget] = plugins.Registry("a target", XweaveError)
+_TARGETS: plugins.Registry[OffloadTarget] = plugins.Registry(
+    "target", XweaveError, served_elsewhere="llvm [-mcpu=NAME -mattr=+f,-g]")
 
 
 def register_target(target: OffloadTarget, *, replace: bool = False) -> OffloadTarget:
@@ -573,11 +574,7 @@ def register_target(target: OffloadTarget, *, replace: bool = False) -> OffloadT
 
 def offload_target(name: str) -> OffloadTarget:
     """The registered accelerator target `name` (built-in ones are loaded on demand)."""
-    target = _TARGETS.lookup(name)
-    if target is None:
-        raise XweaveError(f"unknown target '{name}' (available: llvm [-mcpu=NAME "
-                          f"-mattr=+f,-g], {', '.join(target_names())})")
-    return target
+    return _TARGETS.get(name)
 
 
 def target_names() -> list[str]:

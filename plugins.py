@@ -47,17 +47,21 @@ class Registry(Generic[T]):
     """Plug-ins' items by name: those registered, and those of the built-in plug-ins
     (imported when their name is first looked up)."""
 
-    def __init__(self, kind: str, error: type[Exception]):
+    def __init__(self, kind: str, error: type[Exception], served_elsewhere: str = ""):
         self.kind = kind
-        """What an item is, with its article ("an accelerator"), for messages."""
+        """What an item is ("accelerator"), for messages."""
         self.error = error
+        """The exception raised for a name taken twice or unknown."""
+        self.served_elsewhere = served_elsewhere
+        """Names valid where this registry is asked but not held in it ("llvm"), listed
+        first among the known ones in the error for an unknown name."""
         self._items: dict[str, T] = {}
 
     def register(self, name: str, item: T, replace: bool = False) -> T:
         """Make `item` known as `name`; another item of that name is an error unless
         `replace`."""
         if name in self._items and not replace and self._items[name] is not item:
-            raise self.error(f"{self.kind} named '{name}' is already registered")
+            raise self.error(f"{self.kind} '{name}' is already registered")
         self._items[name] = item
         return item
 
@@ -66,6 +70,15 @@ class Registry(Generic[T]):
         if name not in self._items:
             load(name)
         return self._items.get(name)
+
+    def get(self, name: str) -> T:
+        """The item `name` (see `lookup`); an unknown name is an error listing the known."""
+        item = self.lookup(name)
+        if item is None:
+            known = ", ".join(n for n in (self.served_elsewhere, *self.names()) if n)
+            raise self.error(f"unknown {self.kind} '{name}' (known: {known}; a plug-in "
+                             "registers its own when imported)")
+        return item
 
     def registered(self) -> list[T]:
         """The items registered so far (a built-in plug-in's only once loaded)."""

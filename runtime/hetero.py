@@ -45,14 +45,14 @@ from xweave.runtime.module import (
     read_module_file,
 )
 
-LAYER_LOADERS: dict[str, Any] = {}
+_LAYER_LOADERS: plugins.Registry[Any] = plugins.Registry("accelerator target", ModelError)
 """Accelerator name -> the class whose `from_json(description, arrays)` rebuilds one of
 its layers from an exported module (`register_layer_loader`)."""
 
 
 def register_layer_loader(accelerator: str, layer_class: Any) -> None:
     """Let `xweave.load_module` rebuild the layers of modules for `accelerator`."""
-    LAYER_LOADERS[accelerator] = layer_class
+    _LAYER_LOADERS.register(accelerator, layer_class, replace=True)
 
 
 @dataclass
@@ -221,16 +221,6 @@ def _npz(zf: zipfile.ZipFile, name: str) -> dict[str, np.ndarray]:
         return {k: npz[k] for k in npz.files}
 
 
-def _layer_class(accelerator: str):
-    if accelerator not in LAYER_LOADERS:
-        plugins.load(accelerator)
-    if accelerator not in LAYER_LOADERS:
-        known = sorted(set(LAYER_LOADERS) | set(plugins.BUILTIN))
-        raise ModelError(f"modules for target '{accelerator}' cannot be loaded "
-                         f"(known: {', '.join(known)}; a plug-in registers its own)")
-    return LAYER_LOADERS[accelerator]
-
-
 def load_hetero(path: Path, zf: zipfile.ZipFile, manifest: dict) -> HeteroModule:
     """Rebuild a `HeteroModule` from an opened export (see `runtime.module.load_module`)."""
     accelerator = manifest["target"]
@@ -240,7 +230,10 @@ def load_hetero(path: Path, zf: zipfile.ZipFile, manifest: dict) -> HeteroModule
     if manifest.get("format") != "xweave-module" or manifest.get("version") != FORMAT_VERSION:
         raise ModelError(f"{path}: unsupported module format {manifest.get('format')!r} "
                          f"version {manifest.get('version')!r}")
-    layer_class = _layer_class(accelerator)
+    try:
+        layer_class = _LAYER_LOADERS.get(accelerator)
+    except ModelError as e:
+        raise ModelError(f"{path}: {e}") from None
     try:
         steps: list[CpuStep | AcceleratorStep] = []
         for step in manifest["steps"]:

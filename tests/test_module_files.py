@@ -227,6 +227,7 @@ def test_damaged_modules_are_refused_in_one_line(tmp_path, profile):
         "input_dtype.xwm": "'inputs'", "output_shape_1x1000.xwm": "'outputs'",
         "object_edit0.xwm": "module_sha256", "params_shape.xwm": "parameter",
         "params_value.xwm": "SHA-256", "version1.xwm": "version 1", "dir.xwm": "directory",
+        "target_unknown.xwm": "unknown accelerator target 'tpu' (known: vta;",
     }
     for name, words in named.items():
         assert words in results[str(cases / name)].get("error", ""), (name, results[str(cases / name)])
