@@ -26,8 +26,9 @@ takes integer indices; `graph.cast` converts between element types. Every other 
 one element type for its operands and results.
 
 The ops are importable from here; the helpers stay in their modules: result-shape
-rules in `shapes`, the weight blob store and `constant_value` in `constants`, Winograd
-tiling in `winograd`.
+rules in `shapes`, property declarations and their attributes in `properties`, tensor
+types of values in `tensors`, the weight blob store and `constant_value` in
+`constants`, Winograd tiling in `winograd`.
 """
 
 from __future__ import annotations
@@ -40,14 +41,20 @@ from xweave.dialects.graph.base import (  # noqa: F401
     pattern_kind_def,
 )
 from xweave.dialects.graph.constants import ConstantOp  # noqa: F401
-from xweave.dialects.graph.nn import (  # noqa: F401
-    Conv2dNchwcOp,
-    Conv2dOp,
-    ConvTranspose2dOp,
-    DenseOp,
-    MatmulOp,
+from xweave.dialects.graph.data import (  # noqa: F401
+    PAD_MODES,
+    BroadcastToOp,
+    ConcatOp,
+    GatherOp,
+    LayoutTransformOp,
+    PadOp,
+    ReshapeOp,
+    SliceOp,
+    TileOp,
+    TransposeOp,
 )
 from xweave.dialects.graph.elementwise import (  # noqa: F401
+    GELU_APPROXIMATIONS,
     AbsOp,
     AddOp,
     AndOp,
@@ -63,7 +70,6 @@ from xweave.dialects.graph.elementwise import (  # noqa: F401
     ErfOp,
     ExpOp,
     FloorOp,
-    GELU_APPROXIMATIONS,
     GeluOp,
     GreaterEqualOp,
     GreaterOp,
@@ -98,36 +104,31 @@ from xweave.dialects.graph.elementwise import (  # noqa: F401
     WhereOp,
     XorOp,
 )
+from xweave.dialects.graph.fused import (  # noqa: F401
+    FusedOp,
+    YieldOp,
+)
+from xweave.dialects.graph.nn import (  # noqa: F401
+    Conv2dNchwcOp,
+    Conv2dOp,
+    ConvTranspose2dOp,
+    DenseOp,
+    MatmulOp,
+)
+from xweave.dialects.graph.normalization import (  # noqa: F401
+    REDUCE_KINDS,
+    BatchNormOp,
+    LayerNormOp,
+    LogSoftmaxOp,
+    LrnOp,
+    ReduceOp,
+    SoftmaxOp,
+)
 from xweave.dialects.graph.pool import (  # noqa: F401
     AvgPool2dOp,
     GlobalAvgPool2dOp,
     GlobalMaxPool2dOp,
     MaxPool2dOp,
-)
-from xweave.dialects.graph.data import (  # noqa: F401
-    BroadcastToOp,
-    ConcatOp,
-    GatherOp,
-    LayoutTransformOp,
-    PAD_MODES,
-    PadOp,
-    ReshapeOp,
-    SliceOp,
-    TileOp,
-    TransposeOp,
-)
-from xweave.dialects.graph.normalization import (  # noqa: F401
-    BatchNormOp,
-    LayerNormOp,
-    LogSoftmaxOp,
-    LrnOp,
-    REDUCE_KINDS,
-    ReduceOp,
-    SoftmaxOp,
-)
-from xweave.dialects.graph.fused import (  # noqa: F401
-    FusedOp,
-    YieldOp,
 )
 from xweave.dialects.graph.winograd import (  # noqa: F401
     WinogradInputTransformOp,

@@ -1,4 +1,4 @@
-"""The base of every graph op: fusion pattern kinds, the shared verifier, tensor helpers."""
+"""The base of every graph op: fusion pattern kinds, the shared verifier, the common operand layouts."""
 
 from __future__ import annotations
 
@@ -7,31 +7,25 @@ from collections.abc import Sequence
 from enum import IntEnum
 
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     Float16Type,
     Float32Type,
     Float64Type,
-    FloatAttr,
-    IntegerAttr,
     IntegerType,
     TensorType,
-    f64,
     i1,
-    i64,
 )
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
-    base,
     operand_def,
-    prop_def,
     result_def,
     traits_def,
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
 
 # --------------------------------------------------------------------------------------
 # Operator patterns (TVM's OpPatternKind, same order and values)
@@ -75,26 +69,6 @@ def pattern_kind_def(kind: PatternKind) -> PatternKind:
     return _PatternKindDef(kind)  # pyright: ignore[reportReturnType]
 
 
-def _i64_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
-
-
-def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
-    typ = value.type if isinstance(value, SSAValue) else value
-    assert isinstance(typ, TensorType)
-    return typ.get_shape()
-
-
-def _tensor(element_type: Attribute, shape: Sequence[int]) -> TensorType:
-    return TensorType(element_type, [int(d) for d in shape])
-
-
-def _element(value: SSAValue) -> Attribute:
-    typ = value.type
-    assert isinstance(typ, TensorType)
-    return typ.element_type
-
-
 # --------------------------------------------------------------------------------------
 # Base classes
 # --------------------------------------------------------------------------------------
@@ -122,14 +96,14 @@ class GraphOperation(IRDLOperation, abc.ABC):
         self._expect_one_element_type([*self.operands, *self.results])
 
     def _expect_one_element_type(self, values: Sequence[SSAValue]) -> None:
-        elements = {_element(v) for v in values}
+        elements = {element_type_of(v) for v in values}
         if len(elements) > 1:
             names = ", ".join(sorted(str(e) for e in elements))
             raise self._fail(f"expected one element type but got {names}")
 
     def _expect_element(self, what: str, value: SSAValue, allowed: str) -> None:
         """`allowed`: "float", "integer" (i8..i64, not i1) or "bool" (i1)."""
-        element = _element(value)
+        element = element_type_of(value)
         ok = {
             "float": isinstance(element, Float16Type | Float32Type | Float64Type),
             "integer": isinstance(element, IntegerType) and element.width.data > 1,
@@ -145,12 +119,12 @@ class GraphOperation(IRDLOperation, abc.ABC):
         return VerifyException(f"{self.name}: {message}")
 
     def _expect_result_shape(self, expected: Sequence[int]) -> None:
-        got = _shape(self.results[0])
+        got = shape_of(self.results[0])
         if tuple(expected) != got:
             raise self._fail(f"expected result shape {list(expected)} but got {list(got)}")
 
     def _expect_rank(self, what: str, value: SSAValue, rank: int) -> None:
-        if len(_shape(value)) != rank:
+        if len(shape_of(value)) != rank:
             raise self._fail(f"expected {what} of rank {rank} but got {value.type}")
 
     def _expect_len(self, prop: str, values: Sequence[int], length: int, minimum: int) -> None:
@@ -158,25 +132,6 @@ class GraphOperation(IRDLOperation, abc.ABC):
             raise self._fail(f"expected {length} values in {prop} but got {list(values)}")
         if any(v < minimum for v in values):
             raise self._fail(f"expected {prop} >= {minimum} but got {list(values)}")
-
-
-def _f64(value: float) -> FloatAttr:
-    return FloatAttr(float(value), f64)
-
-
-def _f64_prop():
-    """A property holding one f64 (an epsilon, an activation's alpha)."""
-    return prop_def(FloatAttr.constr(base(Float64Type)))
-
-
-def _int_prop():
-    """A property holding one integer (an axis, a size, a flag as i1)."""
-    return prop_def(IntegerAttr.constr(type=base(IntegerType)))
-
-
-def _i64_array_prop():
-    """A property holding a list of integers (strides, pads, axes, a permutation)."""
-    return prop_def(DenseArrayBase.constr(i64))
 
 
 class TensorToTensorOperation(GraphOperation, abc.ABC):
@@ -190,9 +145,8 @@ class TensorToTensorOperation(GraphOperation, abc.ABC):
 
     def _build(self, input: SSAValue, shape: Sequence[int], **properties: Attribute) -> None:
         """Construct with a result of `shape` and input's element type."""
-        super().__init__(
-            operands=[input], result_types=[_tensor(_element(input), shape)], properties=properties
-        )
+        result = tensor_type(element_type_of(input), shape)
+        super().__init__(operands=[input], result_types=[result], properties=properties)
 
 
 class LhsRhsOperation(GraphOperation, abc.ABC):
@@ -205,6 +159,6 @@ class LhsRhsOperation(GraphOperation, abc.ABC):
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
 
-def _check_axis(op: GraphOperation, axis: int, rank: int) -> None:
+def check_axis(op: GraphOperation, axis: int, rank: int) -> None:
     if not 0 <= axis < rank:
         raise op._fail(f"axis {axis} is out of range for rank {rank}")

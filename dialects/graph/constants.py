@@ -30,14 +30,9 @@ from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from xweave.dialects.dtypes import element_type, numpy_dtype
+from xweave.dialects.graph.base import GraphOperation, PatternKind, pattern_kind_def
 from xweave.dialects.graph.resources import ELIDED, resource_data, resource_store
-from xweave.dialects.graph.base import (
-    GraphOperation,
-    PatternKind,
-    _tensor,
-    pattern_kind_def,
-)
-
+from xweave.dialects.graph.tensors import tensor_type
 
 _ARRAY_CACHE: dict[str, tuple[str, np.ndarray]] = {}
 """handle -> (blob string, decoded read-only array), to decode each blob once."""
@@ -143,7 +138,7 @@ class ConstantOp(GraphOperation, HasFolderInterface):
         """A constant holding `array`: inline if small, else a named resource blob."""
         array = np.asarray(array)  # (ascontiguousarray would make 0-d arrays 1-d)
         array = np.require(array.astype(array.dtype.newbyteorder("<"), copy=False), requirements="C")
-        typ = _tensor(element_type(array.dtype), array.shape)
+        typ = tensor_type(element_type(array.dtype), array.shape)
         if array.size <= INLINE_LIMIT:
             return ConstantOp(DenseIntOrFPElementsAttr(typ, BytesAttr(array.tobytes())))
         return ConstantOp(DenseResourceAttr.from_params(_register_blob(name, array), typ))

@@ -14,18 +14,12 @@ from xweave.dialects.graph.base import (
     GraphOperation,
     PatternKind,
     TensorToTensorOperation,
-    _check_axis,
-    _element,
-    _f64,
-    _f64_prop,
-    _i64_array,
-    _i64_array_prop,
-    _int_prop,
-    _shape,
-    _tensor,
+    check_axis,
     pattern_kind_def,
 )
+from xweave.dialects.graph.properties import f64_attr, f64_prop, i64_array, i64_array_prop, int_prop
 from xweave.dialects.graph.shapes import broadcast_shape, gather_output_shape
+from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
 from xweave.layout import transform_shape
 
 
@@ -50,7 +44,7 @@ class ReshapeOp(_InjectiveOperation):
         self._build(input, shape)
 
     def verify_shapes(self) -> None:
-        a, b = _shape(self.input), _shape(self.result)
+        a, b = shape_of(self.input), shape_of(self.result)
         if prod(a) != prod(b):
             raise self._fail(
                 f"cannot reshape {list(a)} ({prod(a)} elements) to {list(b)} ({prod(b)} elements)"
@@ -68,13 +62,13 @@ class LayoutTransformOp(_InjectiveOperation):
     dst_layout = prop_def(StringAttr)
 
     def __init__(self, input: SSAValue, src_layout: str, dst_layout: str):
-        shape = transform_shape(_shape(input), src_layout, dst_layout)
+        shape = transform_shape(shape_of(input), src_layout, dst_layout)
         self._build(input, shape, src_layout=StringAttr(src_layout),
                     dst_layout=StringAttr(dst_layout))
 
     def verify_shapes(self) -> None:
         try:
-            expected = transform_shape(_shape(self.input), self.src_layout.data, self.dst_layout.data)
+            expected = transform_shape(shape_of(self.input), self.src_layout.data, self.dst_layout.data)
         except ValueError as e:
             raise self._fail(str(e)) from None
         self._expect_result_shape(expected)
@@ -86,13 +80,13 @@ class TransposeOp(_InjectiveOperation):
 
     name = "graph.transpose"
 
-    perm = _i64_array_prop()
+    perm = i64_array_prop()
 
     def __init__(self, input: SSAValue, perm: Sequence[int]):
-        self._build(input, [_shape(input)[p] for p in perm], perm=_i64_array(perm))
+        self._build(input, [shape_of(input)[p] for p in perm], perm=i64_array(perm))
 
     def verify_shapes(self) -> None:
-        a, perm = _shape(self.input), self.perm.get_values()
+        a, perm = shape_of(self.input), self.perm.get_values()
         if sorted(perm) != list(range(len(a))):
             raise self._fail(f"perm {list(perm)} is not a permutation of {len(a)} dimensions")
         self._expect_result_shape([a[p] for p in perm])
@@ -112,25 +106,25 @@ class ConcatOp(GraphOperation):
 
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = _int_prop()
+    axis = int_prop()
 
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
 
     def __init__(self, inputs: Sequence[SSAValue], axis: int):
-        shape = list(_shape(inputs[0]))
-        shape[axis] = sum(_shape(v)[axis] for v in inputs)
+        shape = list(shape_of(inputs[0]))
+        shape[axis] = sum(shape_of(v)[axis] for v in inputs)
         super().__init__(
             operands=[list(inputs)],
-            result_types=[_tensor(_element(inputs[0]), shape)],
+            result_types=[tensor_type(element_type_of(inputs[0]), shape)],
             properties={"axis": IntegerAttr(axis, i64)},
         )
 
     def verify_shapes(self) -> None:
         if not self.inputs:
             raise self._fail("expected at least one input")
-        shapes = [_shape(v) for v in self.inputs]
+        shapes = [shape_of(v) for v in self.inputs]
         rank, axis = len(shapes[0]), self.axis.value.data
-        _check_axis(self, axis, rank)
+        check_axis(self, axis, rank)
         for s in shapes:
             if len(s) != rank or any(a != b for d, (a, b) in enumerate(zip(s, shapes[0])) if d != axis):
                 raise self._fail(
@@ -148,15 +142,15 @@ class SliceOp(_InjectiveOperation):
 
     name = "graph.slice"
 
-    starts = _i64_array_prop()
-    steps = _i64_array_prop()
+    starts = i64_array_prop()
+    steps = i64_array_prop()
 
     def __init__(self, input: SSAValue, starts: Sequence[int], steps: Sequence[int],
                  sizes: Sequence[int]):
-        self._build(input, sizes, starts=_i64_array(starts), steps=_i64_array(steps))
+        self._build(input, sizes, starts=i64_array(starts), steps=i64_array(steps))
 
     def verify_shapes(self) -> None:
-        shape, sizes = _shape(self.input), _shape(self.result)
+        shape, sizes = shape_of(self.input), shape_of(self.result)
         starts, steps = self.starts.get_values(), self.steps.get_values()
         if not len(starts) == len(steps) == len(sizes) == len(shape):
             raise self._fail(
@@ -183,19 +177,19 @@ class PadOp(_InjectiveOperation):
 
     name = "graph.pad"
 
-    pads = _i64_array_prop()
+    pads = i64_array_prop()
     mode = prop_def(StringAttr)
-    value = _f64_prop()
+    value = f64_prop()
 
     def __init__(self, input: SSAValue, pads: Sequence[int], mode: str = "constant",
                  value: float = 0.0):
-        shape = _shape(input)
+        shape = shape_of(input)
         rank = len(shape)
         out = [e + pads[d] + pads[d + rank] for d, e in enumerate(shape)]
-        self._build(input, out, pads=_i64_array(pads), mode=StringAttr(mode), value=_f64(value))
+        self._build(input, out, pads=i64_array(pads), mode=StringAttr(mode), value=f64_attr(value))
 
     def verify_shapes(self) -> None:
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         rank, pads = len(shape), self.pads.get_values()
         self._expect_len("pads", pads, 2 * rank, 0)
         mode = self.mode.data
@@ -216,14 +210,14 @@ class TileOp(_InjectiveOperation):
 
     name = "graph.tile"
 
-    repeats = _i64_array_prop()
+    repeats = i64_array_prop()
 
     def __init__(self, input: SSAValue, repeats: Sequence[int]):
-        shape = [e * r for e, r in zip(_shape(input), repeats)]
-        self._build(input, shape, repeats=_i64_array(repeats))
+        shape = [e * r for e, r in zip(shape_of(input), repeats)]
+        self._build(input, shape, repeats=i64_array(repeats))
 
     def verify_shapes(self) -> None:
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         repeats = self.repeats.get_values()
         self._expect_len("repeats", repeats, len(shape), 1)
         self._expect_result_shape([e * r for e, r in zip(shape, repeats)])
@@ -240,7 +234,7 @@ class BroadcastToOp(_InjectiveOperation):
         self._build(input, shape)
 
     def verify_shapes(self) -> None:
-        a, b = _shape(self.input), _shape(self.result)
+        a, b = shape_of(self.input), shape_of(self.result)
         if broadcast_shape(a, b) != b:
             raise self._fail(f"cannot broadcast {list(a)} to {list(b)}")
 
@@ -256,15 +250,15 @@ class GatherOp(GraphOperation):
     input = operand_def(TensorType)
     indices = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = _int_prop()
+    axis = int_prop()
 
     assembly_format = "$input `,` $indices attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, input: SSAValue, indices: SSAValue, axis: int):
-        shape = gather_output_shape(_shape(input), _shape(indices), axis)
+        shape = gather_output_shape(shape_of(input), shape_of(indices), axis)
         super().__init__(
             operands=[input, indices],
-            result_types=[_tensor(_element(input), shape)],
+            result_types=[tensor_type(element_type_of(input), shape)],
             properties={"axis": IntegerAttr(axis, i64)},
         )
 
@@ -273,6 +267,6 @@ class GatherOp(GraphOperation):
         self._expect_element("indices", self.indices, "integer")
 
     def verify_shapes(self) -> None:
-        shape, axis = _shape(self.input), self.axis.value.data
-        _check_axis(self, axis, len(shape))
-        self._expect_result_shape(gather_output_shape(shape, _shape(self.indices), axis))
+        shape, axis = shape_of(self.input), self.axis.value.data
+        check_axis(self, axis, len(shape))
+        self._expect_result_shape(gather_output_shape(shape, shape_of(self.indices), axis))

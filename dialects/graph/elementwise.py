@@ -22,15 +22,11 @@ from xweave.dialects.graph.base import (
     LhsRhsOperation,
     PatternKind,
     TensorToTensorOperation,
-    _element,
-    _f64,
-    _f64_prop,
-    _shape,
-    _tensor,
     pattern_kind_def,
 )
+from xweave.dialects.graph.properties import f64_attr, f64_prop
 from xweave.dialects.graph.shapes import broadcast_shape
-
+from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
 
 # --------------------------------------------------------------------------------------
 # Elementwise families
@@ -44,17 +40,17 @@ class BinaryOperation(LhsRhsOperation, abc.ABC):
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
         if result_type is None:
-            shape = broadcast_shape(_shape(lhs), _shape(rhs))
+            shape = broadcast_shape(shape_of(lhs), shape_of(rhs))
             assert shape is not None, f"{self.name}: operand shapes do not broadcast"
-            result_type = _tensor(self._result_element(lhs), shape)
+            result_type = tensor_type(self._result_element(lhs), shape)
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def _result_element(self, lhs: SSAValue) -> Attribute:
         """The element type of a result built from the operands."""
-        return _element(lhs)
+        return element_type_of(lhs)
 
     def verify_shapes(self) -> None:
-        a, b = _shape(self.lhs), _shape(self.rhs)
+        a, b = shape_of(self.lhs), shape_of(self.rhs)
         expected = broadcast_shape(a, b)
         if expected is None:
             raise self._fail(f"operand shapes {list(a)} and {list(b)} are not broadcast-compatible")
@@ -180,15 +176,15 @@ class ClipOp(UnaryOperation):
 
     name = "graph.clip"
 
-    min = _f64_prop()
-    max = _f64_prop()
+    min = f64_prop()
+    max = f64_prop()
 
     def __init__(self, input: SSAValue, min: float = float("-inf"), max: float = float("inf")):
         IRDLOperation.__init__(
             self,
             operands=[input],
             result_types=[input.type],
-            properties={"min": _f64(min), "max": _f64(max)},
+            properties={"min": f64_attr(min), "max": f64_attr(max)},
         )
 
 
@@ -211,7 +207,7 @@ class _FloatUnaryOperation(UnaryOperation, abc.ABC):
                             f"{list(self.PARAMETERS)}, got {len(args)} positional and {unknown}")
         values = {**self.PARAMETERS, **dict(zip(self.PARAMETERS, args)), **params}
         props: dict[str, Attribute] = {
-            k: StringAttr(v) if isinstance(v, str) else _f64(v) for k, v in values.items()
+            k: StringAttr(v) if isinstance(v, str) else f64_attr(v) for k, v in values.items()
         }
         IRDLOperation.__init__(self, operands=[input], result_types=[input.type], properties=props)
 
@@ -309,7 +305,7 @@ class LeakyReluOp(_FloatUnaryOperation):
 
     name = "graph.leaky_relu"
 
-    alpha = _f64_prop()
+    alpha = f64_prop()
     PARAMETERS: ClassVar = {"alpha": 0.01}
 
 
@@ -319,7 +315,7 @@ class EluOp(_FloatUnaryOperation):
 
     name = "graph.elu"
 
-    alpha = _f64_prop()
+    alpha = f64_prop()
     PARAMETERS: ClassVar = {"alpha": 1.0}
 
 
@@ -329,8 +325,8 @@ class SeluOp(_FloatUnaryOperation):
 
     name = "graph.selu"
 
-    alpha = _f64_prop()
-    gamma = _f64_prop()
+    alpha = f64_prop()
+    gamma = f64_prop()
     PARAMETERS: ClassVar = {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}
 
 
@@ -340,8 +336,8 @@ class HardSigmoidOp(_FloatUnaryOperation):
 
     name = "graph.hard_sigmoid"
 
-    alpha = _f64_prop()
-    beta = _f64_prop()
+    alpha = f64_prop()
+    beta = f64_prop()
     PARAMETERS: ClassVar = {"alpha": 0.2, "beta": 0.5}
 
 
@@ -351,8 +347,8 @@ class ShrinkOp(_FloatUnaryOperation):
 
     name = "graph.shrink"
 
-    lambd = _f64_prop()
-    bias = _f64_prop()
+    lambd = f64_prop()
+    bias = f64_prop()
     PARAMETERS: ClassVar = {"lambd": 0.5, "bias": 0.0}
 
 
@@ -385,10 +381,10 @@ class PreluOp(BinaryOperation):
 
     def verify_shapes(self) -> None:
         super().verify_shapes()
-        if _shape(self.result) != _shape(self.lhs):
+        if shape_of(self.result) != shape_of(self.lhs):
             raise self._fail(
-                f"slope shape {list(_shape(self.rhs))} must broadcast to the input shape "
-                f"{list(_shape(self.lhs))}"
+                f"slope shape {list(shape_of(self.rhs))} must broadcast to the input shape "
+                f"{list(shape_of(self.lhs))}"
             )
 
 
@@ -494,10 +490,10 @@ class WhereOp(GraphOperation):
     )
 
     def __init__(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue):
-        shape = broadcast_shape(_shape(cond), _shape(lhs), _shape(rhs))
+        shape = broadcast_shape(shape_of(cond), shape_of(lhs), shape_of(rhs))
         assert shape is not None, "graph.where: operand shapes do not broadcast"
         super().__init__(
-            operands=[cond, lhs, rhs], result_types=[_tensor(_element(lhs), shape)]
+            operands=[cond, lhs, rhs], result_types=[tensor_type(element_type_of(lhs), shape)]
         )
 
     def verify_element_types(self) -> None:
@@ -505,7 +501,7 @@ class WhereOp(GraphOperation):
         self._expect_one_element_type([self.lhs, self.rhs, self.result])
 
     def verify_shapes(self) -> None:
-        shapes = [_shape(v) for v in (self.cond, self.lhs, self.rhs)]
+        shapes = [shape_of(v) for v in (self.cond, self.lhs, self.rhs)]
         expected = broadcast_shape(*shapes)
         if expected is None:
             raise self._fail(f"operand shapes {[list(s) for s in shapes]} are not broadcast-compatible")
@@ -521,10 +517,10 @@ class CastOp(TensorToTensorOperation):
     pattern_kind = pattern_kind_def(PatternKind.ELEMWISE)
 
     def __init__(self, input: SSAValue, element_type: Attribute):
-        super().__init__(operands=[input], result_types=[_tensor(element_type, _shape(input))])
+        super().__init__(operands=[input], result_types=[tensor_type(element_type, shape_of(input))])
 
     def verify_element_types(self) -> None:
         pass
 
     def verify_shapes(self) -> None:
-        self._expect_result_shape(_shape(self.input))
+        self._expect_result_shape(shape_of(self.input))

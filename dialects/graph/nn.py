@@ -13,19 +13,15 @@ from xweave.dialects.graph.base import (
     GraphOperation,
     LhsRhsOperation,
     PatternKind,
-    _element,
-    _i64_array,
-    _i64_array_prop,
-    _int_prop,
-    _shape,
-    _tensor,
     pattern_kind_def,
 )
+from xweave.dialects.graph.properties import i64_array, i64_array_prop, int_prop
 from xweave.dialects.graph.shapes import (
     conv_transpose2d_output_shape,
     matmul_output_shape,
     window2d_output_size,
 )
+from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
 
 
 class _WeightedOp(GraphOperation, abc.ABC):
@@ -52,28 +48,28 @@ class _WeightedOp(GraphOperation, abc.ABC):
         )
 
     def _expect_bias(self, shape: tuple[int, ...]) -> None:
-        if self.bias is not None and _shape(self.bias) != shape:
+        if self.bias is not None and shape_of(self.bias) != shape:
             raise self._fail(
-                f"expected bias shape [{', '.join(map(str, shape))}] but got {list(_shape(self.bias))}"
+                f"expected bias shape [{', '.join(map(str, shape))}] but got {list(shape_of(self.bias))}"
             )
 
 
 class _WindowOp(_WeightedOp, abc.ABC):
     """A weighted op sliding a window over the image: strides, pads, dilations, groups."""
 
-    strides = _i64_array_prop()
-    pads = _i64_array_prop()
-    dilations = _i64_array_prop()
-    groups = _int_prop()
+    strides = i64_array_prop()
+    pads = i64_array_prop()
+    dilations = i64_array_prop()
+    groups = int_prop()
 
     @staticmethod
     def _window_properties(strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
                            groups: int, **extra: Attribute) -> dict[str, Attribute]:
         """The properties in printing order: the window, then `extra`, then groups."""
         return {
-            "strides": _i64_array(strides),
-            "pads": _i64_array(pads),
-            "dilations": _i64_array(dilations),
+            "strides": i64_array(strides),
+            "pads": i64_array(pads),
+            "dilations": i64_array(dilations),
             **extra,
             "groups": IntegerAttr(groups, i64),
         }
@@ -94,10 +90,10 @@ class _WindowOp(_WeightedOp, abc.ABC):
         """`extra`: the op's further window properties (conv_transpose2d's output_padding)."""
         if result_type is None:
             shape = self.output_shape(
-                _shape(input), _shape(weight), strides, pads, dilations, groups, **extra
+                shape_of(input), shape_of(weight), strides, pads, dilations, groups, **extra
             )
-            result_type = _tensor(_element(input), shape)
-        extra_properties = {name: _i64_array(values) for name, values in extra.items()}
+            result_type = tensor_type(element_type_of(input), shape)
+        extra_properties = {name: i64_array(values) for name, values in extra.items()}
         self._build(input, weight, bias, result_type,
                     self._window_properties(strides, pads, dilations, groups, **extra_properties))
 
@@ -122,7 +118,7 @@ class _WindowOp(_WeightedOp, abc.ABC):
     def _expect_window_result(self, window: tuple, what: str, **extra: Sequence[int]) -> None:
         """The result has the op's `output_shape` for `window` (from `_verify_window`) and
         `extra`, which must not be empty (`what` opens that error)."""
-        expected = self.output_shape(_shape(self.input), _shape(self.weight), *window, **extra)
+        expected = self.output_shape(shape_of(self.input), shape_of(self.weight), *window, **extra)
         if min(expected) < 1:
             raise self._fail(f"{what}output shape would be {list(expected)}")
         self._expect_result_shape(expected)
@@ -145,8 +141,8 @@ class Conv2dOp(_WindowOp):
         if groups < 1:
             raise self._fail(f"expected groups >= 1 but got {groups}")
         (_, channels, _, _), (out_channels, group_channels, _, _) = (
-            _shape(self.input),
-            _shape(self.weight),
+            shape_of(self.input),
+            shape_of(self.weight),
         )
         if channels != group_channels * groups:
             raise self._fail(
@@ -179,7 +175,7 @@ class Conv2dNchwcOp(_WindowOp):
     def verify_shapes(self) -> None:
         window = self._verify_window(5, 6)
         groups = window[3]
-        (_, cb, _, _, ci), (ob, wcb, _, _, wci, co) = _shape(self.input), _shape(self.weight)
+        (_, cb, _, _, ci), (ob, wcb, _, _, wci, co) = shape_of(self.input), shape_of(self.weight)
         channels = cb * ci
         if groups == 1:
             if (wcb, wci) != (cb, ci):
@@ -190,7 +186,7 @@ class Conv2dNchwcOp(_WindowOp):
             if (wcb, wci) != (1, 1) or co != ci or ob * co != channels:
                 raise self._fail(
                     f"depthwise ({groups} groups) expects weight [{channels // ci}][1][KH][KW][1][{ci}] "
-                    f"but got {list(_shape(self.weight))}"
+                    f"but got {list(shape_of(self.weight))}"
                 )
         else:
             raise self._fail(f"expected groups 1 or {channels} (depthwise) but got {groups}")
@@ -213,14 +209,14 @@ class DenseOp(_WeightedOp):
         result_type: Attribute | None = None,
     ):
         if result_type is None:
-            shape = (_shape(input)[0], _shape(weight)[0])
-            result_type = _tensor(input.type.element_type, shape)  # pyright: ignore
+            shape = (shape_of(input)[0], shape_of(weight)[0])
+            result_type = tensor_type(input.type.element_type, shape)  # pyright: ignore
         self._build(input, weight, bias, result_type)
 
     def verify_shapes(self) -> None:
         self._expect_rank("input", self.input, 2)
         self._expect_rank("weight", self.weight, 2)
-        (m, k), (n, wk) = _shape(self.input), _shape(self.weight)
+        (m, k), (n, wk) = shape_of(self.input), shape_of(self.weight)
         if k != wk:
             raise self._fail(f"input has K = {k} but weight has K = {wk}")
         self._expect_bias((n,))
@@ -236,13 +232,13 @@ class MatmulOp(LhsRhsOperation):
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
         if result_type is None:
-            shape = matmul_output_shape(_shape(lhs), _shape(rhs))
+            shape = matmul_output_shape(shape_of(lhs), shape_of(rhs))
             assert shape is not None, "graph.matmul: incompatible operand shapes"
-            result_type = _tensor(lhs.type.element_type, shape)  # pyright: ignore
+            result_type = tensor_type(lhs.type.element_type, shape)  # pyright: ignore
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def verify_shapes(self) -> None:
-        a, b = _shape(self.lhs), _shape(self.rhs)
+        a, b = shape_of(self.lhs), shape_of(self.rhs)
         if len(a) < 2 or len(b) < 2:
             raise self._fail(f"expected operands of rank >= 2 but got ranks {len(a)} and {len(b)}")
         if a[-1] != b[-2]:
@@ -259,7 +255,7 @@ class ConvTranspose2dOp(_WindowOp):
 
     name = "graph.conv_transpose2d"
 
-    output_padding = _i64_array_prop()
+    output_padding = i64_array_prop()
 
     def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None = None, *,
                  output_padding: Sequence[int] = (0, 0), **window):
@@ -279,11 +275,11 @@ class ConvTranspose2dOp(_WindowOp):
         self._expect_len("output_padding", output_padding, 2, 0)
         if groups < 1:
             raise self._fail(f"expected groups >= 1 but got {groups}")
-        channels, weight_channels = _shape(self.input)[1], _shape(self.weight)[0]
+        channels, weight_channels = shape_of(self.input)[1], shape_of(self.weight)[0]
         if channels != weight_channels:
             raise self._fail(f"input has {channels} channels but weight has {weight_channels}")
         if channels % groups:
             raise self._fail(f"{channels} input channels are not divisible by {groups} groups")
-        out_channels = _shape(self.weight)[1] * groups
+        out_channels = shape_of(self.weight)[1] * groups
         self._expect_bias((out_channels,))
         self._expect_window_result(window, "", output_padding=output_padding)

@@ -22,16 +22,12 @@ from xweave.dialects.graph.base import (
     GraphOperation,
     PatternKind,
     TensorToTensorOperation,
-    _check_axis,
-    _f64,
-    _f64_prop,
-    _i64_array,
-    _i64_array_prop,
-    _int_prop,
-    _shape,
+    check_axis,
     pattern_kind_def,
 )
+from xweave.dialects.graph.properties import f64_attr, f64_prop, i64_array, i64_array_prop, int_prop
 from xweave.dialects.graph.shapes import broadcast_shape, reduce_output_shape
+from xweave.dialects.graph.tensors import shape_of
 
 
 class _SoftmaxOperation(GraphOperation, abc.ABC):
@@ -42,7 +38,7 @@ class _SoftmaxOperation(GraphOperation, abc.ABC):
     T: ClassVar = VarConstraint("T", base(TensorType))
     input = operand_def(T)
     result = result_def(T)
-    axis = _int_prop()
+    axis = int_prop()
 
     assembly_format = "$input attr-dict `:` type($result)"
 
@@ -53,7 +49,7 @@ class _SoftmaxOperation(GraphOperation, abc.ABC):
 
     def verify_shapes(self) -> None:
         self._expect_element("input", self.input, "float")
-        _check_axis(self, self.axis.value.data, len(_shape(self.input)))
+        check_axis(self, self.axis.value.data, len(shape_of(self.input)))
 
 
 @irdl_op_definition
@@ -81,26 +77,26 @@ class ReduceOp(TensorToTensorOperation):
     pattern_kind = pattern_kind_def(PatternKind.REDUCTION)
 
     kind = prop_def(StringAttr)
-    axes = _i64_array_prop()
-    keepdims = _int_prop()
+    axes = i64_array_prop()
+    keepdims = int_prop()
 
     def __init__(self, input: SSAValue, kind: str, axes: Sequence[int], keepdims: bool):
         axes = sorted(int(a) for a in axes)
-        shape = reduce_output_shape(_shape(input), axes, keepdims)
-        self._build(input, shape, kind=StringAttr(kind), axes=_i64_array(axes),
+        shape = reduce_output_shape(shape_of(input), axes, keepdims)
+        self._build(input, shape, kind=StringAttr(kind), axes=i64_array(axes),
                     keepdims=IntegerAttr(int(keepdims), i1))
 
     def verify_shapes(self) -> None:
         self._expect_element("input", self.input, "float")
         if self.kind.data not in REDUCE_KINDS:
             raise self._fail(f"kind must be one of {list(REDUCE_KINDS)} but got '{self.kind.data}'")
-        rank, axes = len(_shape(self.input)), list(self.axes.get_values())
+        rank, axes = len(shape_of(self.input)), list(self.axes.get_values())
         if not axes:
             raise self._fail("expected at least one axis")
         if axes != sorted(set(axes)) or axes[0] < 0 or axes[-1] >= rank:
             raise self._fail(f"axes {axes} must be sorted, unique and within rank {rank}")
         keep = bool(self.keepdims.value.data)
-        self._expect_result_shape(reduce_output_shape(_shape(self.input), axes, keep))
+        self._expect_result_shape(reduce_output_shape(shape_of(self.input), axes, keep))
 
 
 @irdl_op_definition
@@ -117,7 +113,7 @@ class BatchNormOp(GraphOperation):
     mean = operand_def(TensorType)
     variance = operand_def(TensorType)
     result = result_def(TensorType)
-    epsilon = _f64_prop()
+    epsilon = f64_prop()
 
     assembly_format = (
         "$input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` "
@@ -128,16 +124,16 @@ class BatchNormOp(GraphOperation):
         super().__init__(
             operands=[input, scale, bias, mean, variance],
             result_types=[input.type],
-            properties={"epsilon": _f64(epsilon)},
+            properties={"epsilon": f64_attr(epsilon)},
         )
 
     def verify_shapes(self) -> None:
         self._expect_element("input", self.input, "float")
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         if len(shape) < 2:
             raise self._fail(f"expected input of rank >= 2 but got {self.input.type}")
         for what in ("scale", "bias", "mean", "variance"):
-            got = _shape(getattr(self, what))
+            got = shape_of(getattr(self, what))
             if got != (shape[1],):
                 raise self._fail(f"expected {what} shape [{shape[1]}] but got {list(got)}")
         self._expect_result_shape(shape)
@@ -155,8 +151,8 @@ class LayerNormOp(GraphOperation):
     scale = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = _int_prop()
-    epsilon = _f64_prop()
+    axis = int_prop()
+    epsilon = f64_prop()
 
     assembly_format = (
         "$input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
@@ -166,18 +162,18 @@ class LayerNormOp(GraphOperation):
         super().__init__(
             operands=[input, scale, [] if bias is None else [bias]],
             result_types=[input.type],
-            properties={"axis": IntegerAttr(axis, i64), "epsilon": _f64(epsilon)},
+            properties={"axis": IntegerAttr(axis, i64), "epsilon": f64_attr(epsilon)},
         )
 
     def verify_shapes(self) -> None:
         self._expect_element("input", self.input, "float")
-        shape = _shape(self.input)
-        _check_axis(self, self.axis.value.data, len(shape))
+        shape = shape_of(self.input)
+        check_axis(self, self.axis.value.data, len(shape))
         for what in ("scale", "bias"):
             value = getattr(self, what)
-            if value is not None and broadcast_shape(_shape(value), shape) != shape:
+            if value is not None and broadcast_shape(shape_of(value), shape) != shape:
                 raise self._fail(
-                    f"{what} shape {list(_shape(value))} does not broadcast to {list(shape)}"
+                    f"{what} shape {list(shape_of(value))} does not broadcast to {list(shape)}"
                 )
         self._expect_result_shape(shape)
 
@@ -193,10 +189,10 @@ class LrnOp(GraphOperation):
     T: ClassVar = VarConstraint("T", base(TensorType))
     input = operand_def(T)
     result = result_def(T)
-    size = _int_prop()
-    alpha = _f64_prop()
-    beta = _f64_prop()
-    bias = _f64_prop()
+    size = int_prop()
+    alpha = f64_prop()
+    beta = f64_prop()
+    bias = f64_prop()
 
     assembly_format = "$input attr-dict `:` type($result)"
 
@@ -205,13 +201,13 @@ class LrnOp(GraphOperation):
         super().__init__(
             operands=[input],
             result_types=[input.type],
-            properties={"size": IntegerAttr(size, i64), "alpha": _f64(alpha),
-                        "beta": _f64(beta), "bias": _f64(bias)},
+            properties={"size": IntegerAttr(size, i64), "alpha": f64_attr(alpha),
+                        "beta": f64_attr(beta), "bias": f64_attr(bias)},
         )
 
     def verify_shapes(self) -> None:
         self._expect_element("input", self.input, "float")
-        if len(_shape(self.input)) < 2:
+        if len(shape_of(self.input)) < 2:
             raise self._fail(f"expected input of rank >= 2 but got {self.input.type}")
         if self.size.value.data < 1:
             raise self._fail(f"expected size >= 1 but got {self.size.value.data}")

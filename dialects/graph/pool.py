@@ -10,18 +10,10 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr, i1
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, prop_def
 
-from xweave.dialects.graph.base import (
-    PatternKind,
-    TensorToTensorOperation,
-    _i64_array,
-    _i64_array_prop,
-    _element,
-    _int_prop,
-    _shape,
-    _tensor,
-    pattern_kind_def,
-)
+from xweave.dialects.graph.base import PatternKind, TensorToTensorOperation, pattern_kind_def
+from xweave.dialects.graph.properties import i64_array, i64_array_prop, int_prop
 from xweave.dialects.graph.shapes import window2d_output_size
+from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
 
 
 class _NCHWOperation(TensorToTensorOperation, abc.ABC):
@@ -45,7 +37,7 @@ class _NCHWOperation(TensorToTensorOperation, abc.ABC):
         """The input shape as [N, C-blocks, H, W] (the block dimension dropped)."""
         block = self.channel_block()
         self._expect_rank("input", self.input, 5 if block else 4)
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         if block and shape[4] != block:
             raise self._fail(f"layout {self.layout.data} needs a last dimension of {block} but got {self.input.type}")
         return shape[:4]
@@ -64,10 +56,10 @@ class _WindowPoolOperation(_NCHWOperation, abc.ABC):
 
     pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
-    kernel = _i64_array_prop()
-    strides = _i64_array_prop()
-    pads = _i64_array_prop()
-    ceil_mode = _int_prop()
+    kernel = i64_array_prop()
+    strides = i64_array_prop()
+    pads = i64_array_prop()
+    ceil_mode = int_prop()
 
     def _build_window(self, input: SSAValue, kernel: Sequence[int], strides: Sequence[int],
                       pads: Sequence[int], dilations: Sequence[int], ceil_mode: bool,
@@ -76,14 +68,14 @@ class _WindowPoolOperation(_NCHWOperation, abc.ABC):
         """Construct with the window properties, then `extra`; by default the result has
         the window's output shape."""
         if result_type is None:
-            shape = _shape(input)
+            shape = shape_of(input)
             block = shape[4:]  # NCHW<k>c: the channel block comes back at the end
             plane = window2d_output_size(shape[2:4], kernel, strides, pads, dilations, ceil_mode)
-            result_type = _tensor(_element(input), (*shape[:2], *plane, *block))
+            result_type = tensor_type(element_type_of(input), (*shape[:2], *plane, *block))
         properties = {
-            "kernel": _i64_array(kernel),
-            "strides": _i64_array(strides),
-            "pads": _i64_array(pads),
+            "kernel": i64_array(kernel),
+            "strides": i64_array(strides),
+            "pads": i64_array(pads),
             "ceil_mode": IntegerAttr(int(ceil_mode), i1),
             "layout": StringAttr(layout),
             **extra,
@@ -117,7 +109,7 @@ class MaxPool2dOp(_WindowPoolOperation):
 
     name = "graph.max_pool2d"
 
-    dilations = _i64_array_prop()
+    dilations = i64_array_prop()
 
     def __init__(
         self,
@@ -131,7 +123,7 @@ class MaxPool2dOp(_WindowPoolOperation):
         layout: str = "NCHW",
     ):
         self._build_window(input, kernel, strides, pads, dilations, ceil_mode, result_type, layout,
-                           {"dilations": _i64_array(dilations)})
+                           {"dilations": i64_array(dilations)})
 
     def window_dilations(self) -> tuple[int, ...]:
         return self.dilations.get_values()
@@ -143,7 +135,7 @@ class AvgPool2dOp(_WindowPoolOperation):
 
     name = "graph.avg_pool2d"
 
-    count_include_pad = _int_prop()
+    count_include_pad = int_prop()
 
     def __init__(
         self,
@@ -166,7 +158,7 @@ class _GlobalPoolOperation(_NCHWOperation, abc.ABC):
     pattern_kind = pattern_kind_def(PatternKind.REDUCTION)
 
     def __init__(self, input: SSAValue, layout: str = "NCHW"):
-        n, c, _, _, *block = _shape(input)
+        n, c, _, _, *block = shape_of(input)
         self._build(input, (n, c, 1, 1, *block), layout=StringAttr(layout))
 
     def expected_shape(self) -> tuple[int, ...]:

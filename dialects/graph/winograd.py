@@ -8,18 +8,9 @@ from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
-from xweave.dialects.graph.base import (
-    GraphOperation,
-    PatternKind,
-    _element,
-    _i64_array,
-    _i64_array_prop,
-    _int_prop,
-    _shape,
-    _tensor,
-    pattern_kind_def,
-)
-
+from xweave.dialects.graph.base import GraphOperation, PatternKind, pattern_kind_def
+from xweave.dialects.graph.properties import i64_array, i64_array_prop, int_prop
+from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
 
 MAX_TILE = 4
 """Larger Winograd tiles need the points +-1/2 and lose fp32 accuracy fast."""
@@ -64,25 +55,25 @@ class WinogradInputTransformOp(GraphOperation):
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    tile = _int_prop()
-    pads = _i64_array_prop()
+    tile = int_prop()
+    pads = i64_array_prop()
 
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, input: SSAValue, tile: int, pads: Sequence[int]):
-        n, cb, h, w, blk = _data_blocks(_shape(input))
+        n, cb, h, w, blk = _data_blocks(shape_of(input))
         th, tw = winograd_tiles(h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2, tile)
         a = tile + 2
         super().__init__(
             operands=[input],
-            result_types=[_tensor(_element(input), (a * a, n * th * tw, cb, blk))],
-            properties={"tile": IntegerAttr(tile, i64), "pads": _i64_array(pads)},
+            result_types=[tensor_type(element_type_of(input), (a * a, n * th * tw, cb, blk))],
+            properties={"tile": IntegerAttr(tile, i64), "pads": i64_array(pads)},
         )
 
     def verify_shapes(self) -> None:
         tile, pads = _verified_tile(self), self.pads.get_values()
         self._expect_len("pads", pads, 4, 0)
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         if len(shape) not in (4, 5):
             raise self._fail(f"expected input of rank 4 or 5 but got {self.input.type}")
         n, cb, h, w, blk = _data_blocks(shape)
@@ -109,17 +100,17 @@ class WinogradMatmulOp(GraphOperation):
     assembly_format = "$input `,` $weight attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, input: SSAValue, weight: SSAValue):
-        points, tiles, _, _ = _shape(input)
+        points, tiles, _, _ = shape_of(input)
         super().__init__(operands=[input, weight],
-                         result_types=[_tensor(_element(input), (points, tiles, _shape(weight)[3]))])
+                         result_types=[tensor_type(element_type_of(input), (points, tiles, shape_of(weight)[3]))])
 
     def verify_shapes(self) -> None:
         self._expect_rank("input", self.input, 4)
         self._expect_rank("weight", self.weight, 4)
-        (points, tiles, cb, blk), (wpoints, wcb, wblk, k) = _shape(self.input), _shape(self.weight)
+        (points, tiles, cb, blk), (wpoints, wcb, wblk, k) = shape_of(self.input), shape_of(self.weight)
         if (wpoints, wcb, wblk) != (points, cb, blk):
-            raise self._fail(f"weight {list(_shape(self.weight))} does not match input "
-                             f"{list(_shape(self.input))} (expected [{points}, {cb}, {blk}, K])")
+            raise self._fail(f"weight {list(shape_of(self.weight))} does not match input "
+                             f"{list(shape_of(self.input))} (expected [{points}, {cb}, {blk}, K])")
         self._expect_result_shape((points, tiles, k))
 
 
@@ -135,7 +126,7 @@ class WinogradOutputTransformOp(GraphOperation):
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    tile = _int_prop()
+    tile = int_prop()
 
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -147,12 +138,12 @@ class WinogradOutputTransformOp(GraphOperation):
         tile = _verified_tile(self)
         self._expect_rank("input", self.input, 3)
         a = tile + 2
-        out = _shape(self.result)
+        out = shape_of(self.result)
         if len(out) not in (4, 5):
             raise self._fail(f"expected a result of rank 4 or 5 but got {self.result.type}")
         n, kb, oh, ow, blk = _data_blocks(out)
         th, tw = winograd_tiles(oh, ow, tile)
         expected = (a * a, n * th * tw, kb * blk)
-        if _shape(self.input) != expected:
+        if shape_of(self.input) != expected:
             raise self._fail(f"expected input shape {list(expected)} for result "
-                             f"{list(out)} but got {list(_shape(self.input))}")
+                             f"{list(out)} but got {list(shape_of(self.input))}")
