@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import PassFailedException
 
 from xweave import te
 from xweave.cli import main
@@ -63,6 +65,15 @@ func.func @matmul(%A: memref<5x7xf32>, %B: memref<7x9xf32>, %C: memref<5x9xf32>)
 """
 """C = A @ B (A 5x7, B 7x9) as a loop-stage kernel: a named init nest, then the update
 nest with the reduction loop unrolled."""
+
+
+def assert_refused_untouched(passes, module, match: str) -> None:
+    """`passes` (a pass or a pipeline) fail on `module` with an error matching `match`
+    and leave it as it was."""
+    before = str(module)
+    with pytest.raises(PassFailedException, match=match):
+        passes.apply(make_context(), module)
+    assert str(module) == before
 
 
 def dense_bias_relu(m: int, k: int, n: int):
