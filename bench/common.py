@@ -77,9 +77,9 @@ def median_time(fn, repeat: int = 7, min_seconds: float = 0.05) -> float:
 WARM_SECONDS = 0.5
 # Every block of `interleaved_times` runs its function for WARM_SECONDS first, so that
 # the previous block's library has stopped spinning: OpenBLAS's worker threads spin for
-# up to 2^28 cycles after a call. With a 0.1 s warm-up, the same xweave kernel timed
-# right after numpy's block ran 20% slower on 2 threads than after another xweave
-# block (512^3); with 0.4 s, equal. The order of the blocks alternates between rounds.
+# up to 2^28 cycles after a call, and a kernel timed while they spin runs slower on 2
+# threads (a shorter warm-up was not enough). The order of the blocks alternates
+# between rounds.
 QUIET_WAIT_SECONDS = 300.0
 QUIET_SHARE = 0.02
 

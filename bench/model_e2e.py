@@ -108,10 +108,8 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
                     f"{type(e).__name__}: {e}")
     for threads in threads_list:
         # Alternating rounds (xweave, then onnxruntime, a pause after each so that idle
-        # threads stop spinning), medians over the rounds: this VM's speed changes by
-        # up to 60% at 2 threads between and within processes, and rounds spread those
-        # changes over both (one timing after the other gave SqueezeNet 0.54-0.80x;
-        # alternating, 0.80-0.85x in three processes).
+        # threads stop spinning), medians over the rounds: a shared VM's speed drifts
+        # within and between processes, and rounds spread the drift over both.
         session = ort_session(path, threads)
         expected = session.run(None, feeds)
         samples: dict = {fuse: [] for fuse in compiled}
@@ -121,8 +119,8 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
             set_num_threads(module, threads)
             got[fuse] = module.run(**feeds)
         for r in range(rounds):
-            # The builds' order alternates too: two copies of one build timed first and
-            # second in each round differed by up to 6% (ResNet-18, 25 rounds).
+            # The builds' order alternates too: the build timed first in a round is
+            # favoured.
             builds = list(compiled.items())
             for fuse, (module, _) in builds if r % 2 == 0 else builds[::-1]:
                 samples[fuse].append(median_time(lambda: module.run(**feeds), repeat))

@@ -184,8 +184,8 @@ class _Rewrite:
             return
         if source is not None and _shape(source)[4] != co and co != self.block and not feeds:
             # A last conv that would narrow the block to the fallback (SqueezeNet's
-            # 512->1000 classifier, 8-lane register blocks) runs faster in NCHW than
-            # the transform of its input costs (13x13: 3.8 -> 3.0 ms on 1 thread).
+            # 512->1000 classifier, 8-lane register blocks) gains less from blocking
+            # than the transform of its input costs: it stays NCHW.
             return
         if groups == 1:
             ci = _shape(source)[4] if source is not None else self.in_block(channels)
