@@ -101,7 +101,7 @@ class StructuredMatmulTask(MatmulTask):
 
     def gflops(self, point: Point) -> float:
         c = self.space.config(point)
-        M, N, K = self.args["M"], self.args["N"], self.args["K"]
+        N, K = self.args["N"], self.args["K"]
         ext = _extents(c)
         order = c["order"]
         # (buffer row stride per dim) and which loops index which dim, with coefficients.

@@ -24,7 +24,6 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     UnitAttr,
-    UnitAttr,
     DenseArrayBase,
     DictionaryAttr,
     FunctionType,

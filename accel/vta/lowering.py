@@ -364,8 +364,7 @@ class _Walker:
         body = [o for o in outer.body.block.ops if not isinstance(o, loop.YieldOp)]
         inner = body[0] if len(body) == 1 and isinstance(body[0], loop.ForOp) and body[0].extent > 0 else None
         rest = inner.body.block.ops if inner is not None else outer.body.block.ops
-        o_lb, o_step = outer.range.start, outer.range.step
-        env[outer.induction_var] = o_lb
+        env[outer.induction_var] = outer.range.start
         if inner is not None:
             env[inner.induction_var] = inner.range.start
         kind, base = self._uops(list(rest), env)
