@@ -38,8 +38,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
-import onnx
-from onnx.external_data_helper import _get_all_tensors, uses_external_data
 from xdsl.dialects.builtin import ModuleOp
 
 from xweave import plugins
@@ -198,6 +196,8 @@ def _file_digest(path: str | os.PathLike) -> str:
 
 
 def _model_digest(model: Any) -> dict[str, Any]:
+    import onnx  # lazy: `xweave cache` lists and empties the cache without onnx
+
     if isinstance(model, ModuleOp):
         return {"ir": hashlib.sha256(print_module(model).encode()).hexdigest()}
     if isinstance(model, onnx.ModelProto):
@@ -224,6 +224,8 @@ def _model_digest(model: Any) -> dict[str, Any]:
 
 def _external_data(model) -> list[str]:
     """The files an ONNX model's tensors keep their data in."""
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data  # lazy: as above
+
     return sorted({entry.value for tensor in _get_all_tensors(model)
                    if uses_external_data(tensor)
                    for entry in tensor.external_data if entry.key == "location"})
