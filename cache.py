@@ -40,7 +40,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from xweave import plugins
+from xweave import plugins, timing
 from xweave.context import print_module
 from xweave.runtime.load import load_module
 from xweave.target import Target, TargetError, as_target, machine_model
@@ -305,7 +305,8 @@ def cached_build(key: str | None, compile: Callable[[], Built]) -> Built:
     if key is None:
         return compile()
     path = cache_dir() / f"{key}{ENTRY_SUFFIX}"
-    hit = _load(path)
+    with timing.scope("cache lookup"):
+        hit = _load(path)
     if hit is not None:
         stats.hits += 1
         log.info("compile cache: loaded %s", path)
@@ -319,7 +320,8 @@ def cached_build(key: str | None, compile: Callable[[], Built]) -> Built:
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not caught and _runnable(compiled):
-        _store(path, compiled)
+        with timing.scope("cache store"):
+            _store(path, compiled)
     return compiled
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from contextlib import nullcontext
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
 from xweave import cache as compile_cache
+from xweave.log import NOTE
+from xweave.timing import collect as timing_collect
+from xweave.timing import scope as timing_scope
 from xweave.context import DUMP_ELIDE_LARGER_THAN, parse_module
 from xweave.errors import XweaveError
 from xweave.frontend.onnx import load_onnx
@@ -27,6 +32,7 @@ from xweave.runtime.threads import check_num_threads, set_num_threads
 from xweave.schedules.tuned import tuned_schedules
 from xweave.target import Target, as_target
 
+logger = logging.getLogger(__name__)
 
 def load_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
                ) -> ModuleOp:
@@ -59,15 +65,17 @@ def load_staged_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] |
 
 
 def lower_model(module_or_path, options: CompileOptions, until: str,
-                input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
+                input_shapes: dict[str, tuple[int, ...]] | None = None, *,
+                verify_each: bool | None = None) -> ModuleOp:
     """The IR of a model (as `build` takes it, at any stage) after stage `until` of the
     pipeline `options` choose (`xweave compile --compile-to`)."""
-    module, stage = load_staged_model(module_or_path, input_shapes)
+    with timing_scope("import"):
+        module, stage = load_staged_model(module_or_path, input_shapes)
     start = start_in(options, stage) if stage != INPUT else None
     names = stage_names(options)
     if start is not None and until in names and names.index(until) < names.index(start):
         raise XweaveError(f"the IR is at stage '{stage}', past stage '{until}'")
-    return lower(module, options, start=start, until=until)
+    return lower(module, options, start=start, until=until, verify_each=verify_each)
 
 
 def build(
@@ -86,6 +94,8 @@ def build(
     profile: bool = False,
     elide_resources_larger_than: int = DUMP_ELIDE_LARGER_THAN,
     cache: bool = True,
+    timing: bool = False,
+    verify_each: bool | None = None,
     **target_options,
 ) -> CompiledModule | HeteroModule:
     """Compile a model for `target` and load it, ready to `run`.
@@ -117,6 +127,10 @@ def build(
     `module.profile(...)` reports the time per kernel (normal builds pay nothing).
     `cache=False` compiles even when the compile cache (`xweave.cache`) holds the result,
     and stores nothing; builds with `dump_ir` never use it.
+    `timing=True` times every stage and pass of the build (`--mlir-timing`'s report:
+    `xweave.timing`): the report is logged (logger `xweave.driver`, level NOTE) and kept
+    as the module's `compile_timing` (a `timing.Timer`). `verify_each=True` verifies the
+    IR after every pass instead of after every stage (default: `$XWEAVE_VERIFY_EACH=1`).
 
     An accelerator target takes its own options (`calibration` and `target_options`):
     `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
@@ -143,16 +157,23 @@ def build(
                              any_target_records=any_target_records, accelerator=given)
     if accelerator is not None:
         accelerator.check_options(options)
-    key = compile_cache.key_for(module_or_path, input_shapes, options) \
-        if cache and dump_ir is None and compile_cache.enabled() else None
 
     def compile_fresh() -> CompiledModule | HeteroModule:
-        module, stage = load_staged_model(module_or_path, input_shapes)
+        with timing_scope("import"):
+            module, stage = load_staged_model(module_or_path, input_shapes)
         return compile_model(module, options, Path(dump_ir) if dump_ir is not None else None,
                              start=start_in(options, stage) if stage != INPUT else None,
-                             elide_larger_than=elide_resources_larger_than)
+                             elide_larger_than=elide_resources_larger_than,
+                             verify_each=verify_each)
 
-    compiled = compile_cache.cached_build(key, compile_fresh)
+    with (timing_collect() if timing else nullcontext()) as timer:
+        with timing_scope("cache key"):
+            key = compile_cache.key_for(module_or_path, input_shapes, options) \
+                if cache and dump_ir is None and compile_cache.enabled() else None
+        compiled = compile_cache.cached_build(key, compile_fresh)
+    if timer is not None:
+        compiled.compile_timing = timer
+        logger.log(NOTE, "%s", timer.report())
     if threads is not None:
         cpu = [s.module for s in compiled.steps if isinstance(s, CpuStep)] \
             if isinstance(compiled, HeteroModule) else [compiled]

@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 from xdsl.rewriter import Rewriter
 
+from xweave import timing
 from xweave.context import parse_module
 from xweave.errors import ModelError
 from xweave.lowering.llvm_loops import NO_LLVM_UNROLL
@@ -117,20 +118,24 @@ def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None
             module = parse_module(module)
         resolved = (as_target(target) if target is not None else target_of(module)).resolve()
         tm = target_machine(resolved)
-        ir_module, param_names = _to_llvm_ir(module, tm)
-        if abi is not None:
-            _add_abi(ir_module, {**abi, "target": target_description(resolved)})
-        text = _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
+        with timing.scope("translate to LLVM IR"):
+            ir_module, param_names = _to_llvm_ir(module, tm)
+            if abi is not None:
+                _add_abi(ir_module, {**abi, "target": target_description(resolved)})
+            text = _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
     try:
-        mod = llvm_binding.parse_assembly(text)
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        mod.verify()
+        with timing.scope("parse LLVM IR"):
+            mod = llvm_binding.parse_assembly(text)
+            mod.triple = tm.triple
+            mod.data_layout = str(tm.target_data)
+            mod.verify()
     except RuntimeError as e:
         raise JITError(f"LLVM rejected the generated IR: {e}") from None
-    _optimize(mod, tm)
+    with timing.scope("LLVM O3"):
+        _optimize(mod, tm)
     optimized = str(mod)
-    object_bytes = tm.emit_object(mod)
+    with timing.scope("LLVM code generation"):
+        object_bytes = tm.emit_object(mod)
     return CompiledObject(object_bytes, optimized, param_names, resolved)
 
 

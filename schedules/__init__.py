@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
+from xweave import timing
 from xweave.context import make_context
 from xweave.dialects import loop
 from xweave.errors import XweaveError
@@ -86,7 +87,8 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
     applied = []
     for spec in steps:
         try:
-            PassPipeline.parse_spec(get_all_passes(), spec).apply(ctx, module)
+            with timing.scope(spec.split("{", 1)[0]):
+                PassPipeline.parse_spec(get_all_passes(), spec).apply(ctx, module)
         except PassFailedException:
             if not skip_illegal:
                 raise
