@@ -8,7 +8,9 @@ spirit of MLIR's `--mlir-timing`.
     print(timer.report())
 
 Scopes cost almost nothing when no timer collects (`scope` checks one context
-variable), so the compiler marks its stages and passes unconditionally.
+variable), so the compiler marks its stages and passes unconditionally. Work done in
+worker processes (`xweave.parallel`) is timed there and `merge`d: its parts are summed
+over the workers, so they may add up to more than the wall time of the step holding them.
 """
 
 from __future__ import annotations
@@ -80,10 +82,11 @@ _CURRENT: ContextVar[Timer | None] = ContextVar("xweave_timer", default=None)
 
 
 @contextmanager
-def collect() -> Iterator[Timer]:
-    """Time everything run inside (nested `collect`s share the outer timer)."""
+def collect(fresh: bool = False) -> Iterator[Timer]:
+    """Time everything run inside (nested `collect`s share the outer timer, unless
+    `fresh`: a worker process times its own part, to `merge` into the parent's)."""
     outer = _CURRENT.get()
-    if outer is not None:
+    if outer is not None and not fresh:
         yield outer
         return
     timer = Timer()
@@ -126,3 +129,20 @@ def add(name: str, seconds: float, count: int = 1) -> None:
         node = timer._stack[-1].child(name)
         node.seconds += seconds
         node.count += count
+
+
+def merge(tree: TimingNode) -> None:
+    """Add the steps of `tree` (another timer's root, e.g. a worker's) under the
+    enclosing step."""
+    timer = _CURRENT.get()
+    if timer is None:
+        return
+
+    def add_into(node: TimingNode, parts: TimingNode) -> None:
+        for part in parts.children.values():
+            into = node.child(part.name)
+            into.seconds += part.seconds
+            into.count += part.count
+            add_into(into, part)
+
+    add_into(timer._stack[-1], tree)

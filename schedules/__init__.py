@@ -22,6 +22,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave import timing
+from xweave.parallel import map_kernels
 from xweave.context import make_context
 from xweave.dialects import loop
 from xweave.errors import XweaveError
@@ -101,6 +102,32 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
     return applied
 
 
+PARALLEL_MIN_KERNELS = 8
+"""Modules with fewer kernels are scheduled in this process: forking workers costs
+more than a few small kernels take."""
+
+
+def schedule_kernel(kernel: func.FuncOp, steps: list[str] | None) -> list[str]:
+    """Apply `steps` (None: the kernel's default schedule) to `kernel`, in place, in a
+    module of its own; returns the steps applied (`apply_steps`)."""
+    name = kernel.sym_name.data
+    module = kernel.parent_op()
+    assert isinstance(module, ModuleOp)
+    if steps is None:
+        try:
+            steps = default_schedule(kernel)
+        except XweaveError:
+            raise
+        except Exception as e:
+            raise ScheduleStepError(name, "(choosing the schedule)", e) from e
+    return apply_steps(module, steps, skip_illegal=True, kernel=name)
+
+
+def _cost(kernel: func.FuncOp) -> int:
+    """What scheduling `kernel` is likely to take, to start the largest first."""
+    return sum(1 for _ in kernel.walk())
+
+
 @dataclass(frozen=True)
 class ScheduleKernelsPass(ModulePass):
     """Apply every kernel's default schedule (the untuned build), or with
@@ -121,6 +148,7 @@ class ScheduleKernelsPass(ModulePass):
         skipped = {}
         n_tuned = 0
         kernels = [f for f in op.ops if loop.is_kernel(f)]
+        chosen: list[list[str] | None] = []  # None: the default schedule
         for kernel in kernels:
             name = kernel.sym_name.data
             try:
@@ -130,16 +158,22 @@ class ScheduleKernelsPass(ModulePass):
                     logger.info("%s (%s): %s", name, kernel_key(kernel).split("#")[0],
                                 "tuned schedule" if steps is not None else
                                 "default schedule (" + tuned.why_default(kernel) + ")")
-                steps = default_schedule(kernel) if steps is None else steps
             except XweaveError:
                 raise
             except Exception as e:
                 raise ScheduleStepError(name, "(choosing the schedule)", e) from e
             if tuned is not None and name in tuned.skipped:
                 skipped[name] = tuned.skipped[name]
-            applied = apply_steps(op, steps, skip_illegal=True, kernel=name)
-            if tuned is not None and tuned.steps_for(kernel) is not None:
-                tuned.report_refused(kernel, steps, applied)
+            chosen.append(steps)
+        names = [k.sym_name.data for k in kernels]
+        steps_of = dict(zip(names, chosen))
+        jobs = None if len(kernels) >= PARALLEL_MIN_KERNELS else 1
+        applied = map_kernels(kernels, lambda k: schedule_kernel(k, steps_of[k.sym_name.data]),
+                              jobs=jobs, cost=_cost)
+        if tuned is not None:
+            for name, steps, done in zip(names, chosen, applied):
+                if steps is not None:
+                    tuned.report_refused(name, steps, done)
         if tuned is not None:
             logger.log(NOTE, "%s: %d of %d kernels tuned",
                        self.tuning_records, n_tuned, len(kernels))
