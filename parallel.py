@@ -1,13 +1,15 @@
 """Work on the kernels of a module in parallel, on the cores a build may use.
 
     results = map_kernels(kernels, work)     # work(kernel) -> value, kernel rewritten in place
+    values = map_forked(len(units), lambda i: compile(units[i]))
 
-Each kernel is rewritten by `work` in a forked copy of this process (the module is
-there already: nothing is sent but the kernel's index), and comes back pickled with
-`work`'s value and the worker's timing, replacing the original in its module. Workers
-take kernels one at a time from a shared counter, largest first, so that the cores stay
-busy. `work` must depend on nothing but its kernel (and what every worker inherited), so
-that the result is the same as the serial one: the tests compare the two byte for byte.
+Each item is worked on in a forked copy of this process (the module is there already:
+nothing is sent but the item's index), and its value comes back pickled with the
+worker's timing; `map_kernels` also sends the rewritten kernel back, to replace the
+original in its module. Workers take items one at a time from a shared counter, in the
+order given (largest first), so that the cores stay busy. The work must depend on
+nothing but its item (and what every worker inherited), so that the result is the same
+as the serial one: the tests compare the two byte for byte.
 
 Forking needs no start-up and shares the compiler's memory copy-on-write; where a
 platform cannot fork, or one core (`XWEAVE_COMPILE_JOBS=1`) or one kernel is all there
@@ -66,19 +68,24 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def map_kernels(kernels: Sequence[Operation], work: Callable[[Operation], Value],
-                jobs: int | None = None, cost: Callable[[Operation], int] | None = None
-                ) -> list[Value]:
-    """`[work(k) for k in kernels]`, each kernel (a symbol of a module: a function)
-    rewritten in place, or replaced by a symbol of the same name, on up to `jobs`
-    processes (default `compile_jobs()`); `cost` orders the work (largest first).
-    An exception raised by `work` is raised here, as it was raised there."""
-    jobs = min(compile_jobs() if jobs is None else jobs, len(kernels))
+def workers(count: int, jobs: int | None = None) -> int:
+    """How many forked workers `map_forked` would use for `count` items (1: none, the
+    work is done in this process)."""
+    jobs = min(compile_jobs() if jobs is None else jobs, count)
     daemon = multiprocessing.current_process().daemon  # (a daemon may have no children)
-    if jobs <= 1 or not _can_fork() or daemon:
-        return [work(kernel) for kernel in kernels]
-    order = sorted(range(len(kernels)), key=lambda i: -cost(kernels[i])) if cost \
-        else list(range(len(kernels)))
+    return 1 if jobs <= 1 or not _can_fork() or daemon else jobs
+
+
+def map_forked(count: int, work: Callable[[int], Value], jobs: int | None = None,
+               order: Sequence[int] | None = None) -> list[Value]:
+    """`[work(i) for i in range(count)]`, run in forked workers (`workers(count, jobs)`
+    of them, taking the indices in `order`), each value pickled back; in this process
+    when one worker is all there would be. An exception raised by `work` is raised here,
+    as it was raised there."""
+    jobs = workers(count, jobs)
+    if jobs <= 1:
+        return [work(i) for i in range(count)]
+    order = list(range(count)) if order is None else list(order)
     context = multiprocessing.get_context("fork")
     counter = context.Value("i", 0)
     pipes, processes = [], []
@@ -90,17 +97,17 @@ def map_kernels(kernels: Sequence[Operation], work: Callable[[Operation], Value]
             warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
             for _ in range(jobs):
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=_worker, args=(kernels, order, work, counter,
-                                                                send), daemon=True)
+                process = context.Process(target=_worker, args=(order, work, counter, send),
+                                          daemon=True)
                 process.start()
                 send.close()
                 pipes.append(receive)
                 processes.append(process)
     finally:
         gc.unfreeze()
-    results: dict[int, Value] = {}
+    results: dict[int, Any] = {}
     try:
-        _collect(kernels, pipes, processes, results)
+        _collect(count, pipes, processes, results)
     finally:
         for process in processes:
             if process.is_alive():
@@ -108,17 +115,47 @@ def map_kernels(kernels: Sequence[Operation], work: Callable[[Operation], Value]
             process.join()
         for pipe in pipes:
             pipe.close()
-    return [results[i] for i in range(len(kernels))]
+    return [results[i] for i in range(count)]
 
 
-def _collect(kernels: Sequence[Operation], pipes: list, processes: list,
-             results: dict[int, Any]) -> None:
-    """Receive every kernel from the workers and put it in place of the original."""
+def map_kernels(kernels: Sequence[Operation], work: Callable[[Operation], Value],
+                jobs: int | None = None, cost: Callable[[Operation], int] | None = None
+                ) -> list[Value]:
+    """`[work(k) for k in kernels]`, each kernel (a symbol of a module: a function)
+    rewritten in place, or replaced by a symbol of the same name, in forked workers
+    (`map_forked`); `cost` orders the work (largest first). The rewritten kernels come
+    back pickled and take the place of the originals."""
+    if workers(len(kernels), jobs) <= 1:
+        return [work(kernel) for kernel in kernels]
+
+    def remote(index: int) -> tuple[Operation, Value]:
+        kernel = kernels[index]
+        module, name = kernel.parent_op(), kernel.sym_name.data
+        value = work(kernel)
+        # (the work may have replaced the op: it is the module's symbol `name`)
+        kernel = next(op for op in module.ops if getattr(op, "sym_name", None) is not None
+                      and op.sym_name.data == name)
+        kernel.detach()  # pickled alone, not with its module
+        return kernel, value
+
+    order = sorted(range(len(kernels)), key=lambda i: -cost(kernels[i])) if cost else None
+    results = map_forked(len(kernels), remote, jobs, order)
+    for original, (kernel, _) in zip(kernels, results):
+        block = original.parent_block()
+        assert block is not None
+        block.insert_op_before(kernel, original)
+        block.detach_op(original)
+        original.erase(safe_erase=False)
+    return [value for _, value in results]
+
+
+def _collect(count: int, pipes: list, processes: list, results: dict[int, Any]) -> None:
+    """Receive every value from the workers (and merge their timing)."""
     open_pipes = dict(zip(pipes, processes))
-    while len(results) < len(kernels):
+    while len(results) < count:
         if not open_pipes:
-            missing = len(kernels) - len(results)
-            raise WorkerError(f"the compile workers ended with {missing} kernel(s) not done")
+            missing = count - len(results)
+            raise WorkerError(f"the compile workers ended with {missing} item(s) not done")
         for pipe in multiprocessing.connection.wait(list(open_pipes)):
             try:
                 message = pipe.recv()
@@ -132,20 +169,13 @@ def _collect(kernels: Sequence[Operation], pipes: list, processes: list,
             kind, index, payload = message
             if kind == "error":
                 raise _error_from(payload)
-            kernel, value, seconds = pickle.loads(payload)
-            original = kernels[index]
-            block = original.parent_block()
-            assert block is not None
-            block.insert_op_before(kernel, original)
-            block.detach_op(original)
-            original.erase(safe_erase=False)
+            value, seconds = pickle.loads(payload)
             timing.merge(seconds)
             results[index] = value
 
 
-def _worker(kernels: Sequence[Operation], order: list[int], work: Callable,
-            counter, send) -> None:
-    """A forked worker: take kernels by the shared counter, rewrite, send each back."""
+def _worker(order: list[int], work: Callable, counter, send) -> None:
+    """A forked worker: take indices by the shared counter, send each value back."""
     try:
         while True:
             with counter.get_lock():
@@ -154,16 +184,10 @@ def _worker(kernels: Sequence[Operation], order: list[int], work: Callable,
             if taken >= len(order):
                 break
             index = order[taken]
-            kernel = kernels[index]
-            module, name = kernel.parent_op(), kernel.sym_name.data
             try:
                 with timing.collect(fresh=True) as timer:
-                    value = work(kernel)
-                # (the work may have replaced the op: it is the module's symbol `name`)
-                kernel = next(op for op in module.ops if getattr(op, "sym_name", None)
-                              is not None and op.sym_name.data == name)
-                kernel.detach()  # pickled alone, not with its module
-                send.send(("done", index, _deep_dumps((kernel, value, timer.root))))
+                    value = work(index)
+                send.send(("done", index, _deep_dumps((value, timer.root))))
             except BaseException as e:  # noqa: BLE001 - reported to the parent
                 send.send(("error", index, _picklable(e)))
                 break
