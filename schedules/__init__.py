@@ -120,7 +120,8 @@ def schedule_kernel(kernel: func.FuncOp, steps: list[str] | None) -> list[str]:
             raise
         except Exception as e:
             raise ScheduleStepError(name, "(choosing the schedule)", e) from e
-    return apply_steps(module, steps, skip_illegal=True, kernel=name)
+    with timing.scope("kernels"):  # (the count of distinct kernels, and their total)
+        return apply_steps(module, steps, skip_illegal=True, kernel=name)
 
 
 def _cost(kernel: func.FuncOp) -> int:

@@ -16,7 +16,7 @@ import os
 import pytest
 
 os.environ["XWEAVE_TARGET"] = "llvm -mcpu=znver3"
-os.environ["XWEAVE_VERIFY_EACH"] = "1"  # every build verifies the IR after every pass
+os.environ.setdefault("XWEAVE_VERIFY_EACH", "1")  # every build verifies the IR after every pass
 
 
 @pytest.fixture(autouse=True, scope="session")
