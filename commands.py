@@ -13,7 +13,7 @@ import numpy as np
 import xweave
 from xweave import timing
 from xweave.errors import InputError, XweaveError
-from xweave.context import DUMP_ELIDE_LARGER_THAN
+from xweave.options import DUMP_ELIDE_LARGER_THAN
 
 
 def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]] | None:
@@ -50,7 +50,7 @@ def _compile(args: argparse.Namespace) -> None:
 def _compile_to_file(args: argparse.Namespace) -> None:
     if args.compile_to:  # (lazy imports here and below: the CLI starts without the compiler)
         from xweave.context import print_module
-        from xweave.driver import lower_model
+        from xweave.compiling import lower_model
         from xweave.pipeline import dump_header
 
         module = lower_model(args.model, _options_of(args), args.compile_to,
@@ -80,7 +80,7 @@ def _compile_to_file(args: argparse.Namespace) -> None:
 def _pipeline_of(args: argparse.Namespace) -> str:
     """The `xweave-opt -p` pipeline `xweave compile` runs with these arguments (for an
     accelerator target: its stages up to the partition)."""
-    from xweave.driver import load_staged_model
+    from xweave.compiling import load_staged_model
     from xweave.pipeline import INPUT, pass_spec, stages_between, start_in
 
     options = _options_of(args)

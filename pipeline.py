@@ -25,17 +25,15 @@ segments, which are compiled through `cpu_stages` like any model.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shlex
 import tempfile
 import traceback
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, llvm
@@ -52,7 +50,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from xweave import plugins, timing
 from xweave.accel.offload import CpuSegment, OffloadPlan
-from xweave.context import DUMP_ELIDE_LARGER_THAN, make_context, print_module
+from xweave.context import make_context, print_module
 from xweave.dialects.dtypes import DtypeError, dtype_name
 from xweave.errors import InternalCompilerError, ModelError, XweaveError
 from xweave.lowering.graph_to_te import ConvertGraphToTePass
@@ -74,7 +72,8 @@ from xweave.runtime.hetero import AcceleratorStep as RunAcceleratorStep
 from xweave.runtime.hetero import CpuStep, HeteroModule
 from xweave.runtime.module import CompiledModule, TensorSpec
 from xweave.schedules import ScheduleKernelsPass, ScheduleStepError
-from xweave.target import Target, as_target, set_target
+from xweave.options import DUMP_ELIDE_LARGER_THAN, CompileOptions
+from xweave.target import as_target, set_target
 
 
 @dataclass(frozen=True)
@@ -88,40 +87,11 @@ class Stage:
     verifies after every pass of every stage)."""
 
 
-@dataclass(frozen=True)
-class CompileOptions:
-    """Everything that decides how a model is compiled, in one object that travels from
-    the driver to the tuner, the dumps and the accelerators.
-
-    `target`: what code is generated for (None: the module's own `xweave.target`, else
-    the default target); `fuse=False` leaves out operator fusion (one kernel per graph
-    op); `layout=False` leaves out the layout stage (every conv stays NCHW);
-    `winograd=False` leaves out the winograd stage; `profile=True` times every kernel
-    call of @main (`passes.profile_kernels`); `tuning_records`: a records file whose
-    best schedules replace the defaults, `any_target_records=True` also applies records
-    tuned for another target; `accelerator`: the options of an accelerator target
-    (e.g. VTA's `config`, `virtual_threads`, `min_in_channels`, `calibration`).
-    """
-
-    target: Target | None = None
-    fuse: bool = True
-    layout: bool = True
-    winograd: bool = True
-    profile: bool = False
-    tuning_records: str | None = None
-    any_target_records: bool = False
-    accelerator: Mapping[str, Any] = field(default_factory=dict)
-
-    def replace(self, **changes: Any) -> CompileOptions:
-        """A copy with `changes` (`dataclasses.replace`)."""
-        return dataclasses.replace(self, **changes)
-
-    @property
-    def offload_target(self) -> OffloadTarget | None:
-        """The accelerator target the options name (None: a CPU target)."""
-        if self.target is None or self.target.is_cpu:
-            return None
-        return offload_target(self.target.kind)
+def accelerator_of(options: CompileOptions) -> OffloadTarget | None:
+    """The accelerator target the options name (None: a CPU target)."""
+    if options.target is None or options.target.is_cpu:
+        return None
+    return offload_target(options.target.kind)
 
 
 # --------------------------------------------------------------------------------------
@@ -183,7 +153,7 @@ def stages(options: CompileOptions | None = None) -> list[Stage]:
     """Every stage of a build with `options`, in order: `cpu_stages`, or for an
     accelerator target the graph stages before it partitions the model."""
     options = options or CompileOptions()
-    accelerator = options.offload_target
+    accelerator = accelerator_of(options)
     return accelerator.stages(options) if accelerator is not None else cpu_stages(options)
 
 
@@ -312,9 +282,9 @@ def start_in(options: CompileOptions, stage: str) -> str:
     names = stage_names(options)
     if stage in names:
         return stage
-    if options.offload_target is not None:
+    if accelerator_of(options) is not None:
         raise XweaveError(f"the IR is at stage '{stage}', but target "
-                          f"'{options.offload_target.name}' compiles from the graph stage only")
+                          f"'{accelerator_of(options).name}' compiles from the graph stage only")
     return max((n for n in names if _ORDER.index(n) < _ORDER.index(stage)), key=_ORDER.index)
 
 
@@ -448,7 +418,7 @@ def compile_model(module: ModuleOp, options: CompileOptions | None = None,
     (`cpuNN/`).
     """
     options = options or CompileOptions()
-    accelerator = options.offload_target
+    accelerator = accelerator_of(options)
     if accelerator is not None:
         if start not in (None, INPUT):
             start_in(options, start)  # raises: accelerators start from the graph stage
