@@ -101,6 +101,9 @@ def build(
         if schedule != "default":
             raise XweaveError(f"tuning records and schedule mode '{schedule}' both choose "
                               "the schedules: give one of them")
+        if not Path(tuning_records).is_file():  # (read in full on a cache miss)
+            why = "not a file" if Path(tuning_records).exists() else "no such file"
+            raise XweaveError(f"tuning records {tuning_records}: {why}")
     if schedule != "default" and choose_schedules is None:
         raise XweaveError(f"schedule mode '{schedule}' needs the tuner: build with "
                           "xweave.build, which brings it")
