@@ -39,6 +39,9 @@ class XweaveOptMain(xDSLOptMain):
         for name, factory in all_dialects().items():
             if name not in self.ctx.registered_dialect_names:
                 self.ctx.register_dialect(name, factory)
+        # Loaded from the start: xDSL prints resource blobs (weights a pass creates) only
+        # for loaded dialects, and a module of implicit `builtin` ops loads none.
+        self.ctx.get_dialect("builtin")
 
     def register_all_frontends(self):
         super().register_all_frontends()

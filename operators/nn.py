@@ -133,10 +133,11 @@ def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape
 def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
                  strides, pads, dilations, groups: int):
     """2-D convolution on channel-blocked data: [N][C/ci][H][W][ci] x
-    [O/co][C/ci][KH][KW][ci][co] -> [N][O/co][OH][OW][co], bias [O/co][co]; groups 1
-    or depthwise (weight [C/co][1][KH][KW][1][co], see graph.conv2d_nchwc)."""
-    _, _, _, _, ci = data.shape
-    _, in_blocks, kh, kw, _, _ = weight.shape
+    [O/co][C/ci][KH][KW][ci][co] -> [N][O/co][OH][OW][co], bias [O/co][co]; groups 1,
+    one per channel block (weight [C/co][1][KH][KW][ci][co]) or depthwise (weight
+    [C/co][1][KH][KW][1][co], see graph.conv2d_nchwc)."""
+    _, blocks, _, _, ci = data.shape
+    _, in_blocks, kh, kw, group_in, _ = weight.shape
     sh, sw = strides
     dh, dw = dilations
     source = pad(data, pads, trailing=1) if any(pads) else data
@@ -151,6 +152,12 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out
         def body(n, o, y, x, b):
             return te.sum(source[n, rc, y * sh + ry * dh, x * sw + rx * dw, rb]
                           * weight[o, rc, ry, rx, rb, b], axis=[rc, ry, rx, rb])
+    elif groups == blocks and group_in == ci:  # output block o reads input block o
+        rb = te.reduce_axis(ci, name="rb")
+
+        def body(n, o, y, x, b):
+            return te.sum(source[n, o, y * sh + ry * dh, x * sw + rx * dw, rb]
+                          * weight[o, 0, ry, rx, rb, b], axis=[ry, rx, rb])
     else:  # depthwise: output channel (o, b) reads input channel (o, b)
         def body(n, o, y, x, b):
             return te.sum(source[n, o, y * sh + ry * dh, x * sw + rx * dw, b]

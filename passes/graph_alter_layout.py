@@ -7,9 +7,13 @@ blocked conv saves): its input in NCHW<ci>c (ci: the producer's block, or
 `block`/8 when it divides the channels, or all of them, e.g. the first conv's 3), its
 weight through a `graph.layout_transform` to OIHW<ci>i<co>o (a constant, so
 graph-fold-constants transforms it at compile time) and its bias reshaped to
-[O/co][co]. Depthwise convs keep their producer's block; other grouped convs stay
-NCHW, and so does a last conv (feeding no other) whose output channels only split
-into blocks of 8 while its input comes in another block. A register block of output
+[O/co][co]. Depthwise convs keep their producer's block. Other grouped convs with
+as many output as input channels per group (ResNeXt's, RegNet's) and constant weights
+run one group per block (`groups` = the blocks): a block holding several groups gets
+weights with zeros between them (folded at compile time), so the conv is the blocked
+dense conv restricted to one input block, vectorized over the block's output
+channels; others stay NCHW, and so does a last conv (feeding no other) whose output
+channels only split into blocks of 8 while its input comes in another block. A register block of output
 channels is then contiguous in memory, and so are the elementwise epilogues fused
 into the conv. The tail blocks depend on the target's vector width (the machine model
 of the module's `xweave.target`): with 16-lane vectors, channels that 16 does not
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
@@ -43,6 +49,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph, loop
+from xweave.dialects.graph.constants import constant_value
 from xweave.target import machine_model, target_of
 from xweave.layout import transform_shape
 
@@ -150,7 +157,25 @@ class _Rewrite:
         out_channels, channels = _shape(op.weight)[0], _shape(op.input)[1]
         groups = op.groups.value.data
         return self.out_block(out_channels) is not None and (
-            groups == 1 or groups == channels == out_channels)
+            groups == 1 or groups == channels == out_channels
+            or self.group_block(op) is not None)
+
+    def group_block(self, op: graph.Conv2dOp) -> int | None:
+        """For a grouped convolution (as many output as input channels per group, more
+        than one, constant weights) the channel block it runs in, one group per block
+        after its weights are padded with zeros between the groups a block holds (a
+        group of 8 channels in 16-channel blocks: twice the multiply-adds, against
+        NCHW loops that vectorize poorly); None if it cannot."""
+        groups = op.groups.value.data
+        out_channels, per_group = _shape(op.weight)[:2]
+        channels = _shape(op.input)[1]
+        if groups == 1 or per_group == 1 or channels != out_channels \
+                or out_channels // groups != per_group \
+                or not isinstance(op.weight.owner, graph.ConstantOp):
+            return None
+        source = self.blocked_of(op.input)
+        choices = [_shape(source)[4]] if source is not None else self.blocks
+        return next((b for b in choices if b % per_group == 0 and channels % b == 0), None)
 
     def feeds_a_conv(self, value: SSAValue) -> bool:
         """Whether `value` reaches a blockable conv through ops that keep the blocked
@@ -178,24 +203,34 @@ class _Rewrite:
         assert co is not None
         source = self.blocked_of(op.input)
         feeds = self.feeds_a_conv(op.result)
-        if source is None and not feeds:
+        grouped = groups not in (1, channels) and self.group_block(op) is not None
+        if source is None and not feeds and not grouped:
             # Alone between NCHW producer and consumers, the conv would pay two
-            # transforms for a blocked output nobody else reads.
+            # transforms for a blocked output nobody else reads (a grouped conv's NCHW
+            # loops vectorize so poorly that it pays them anyway).
             return
         if source is not None and _shape(source)[4] != co and co != self.block and not feeds:
             # A last conv that would narrow the block to the fallback (SqueezeNet's
             # 512->1000 classifier, 8-lane register blocks) gains less from blocking
             # than the transform of its input costs: it stays NCHW.
             return
+        weight = op.weight
         if groups == 1:
             ci = _shape(source)[4] if source is not None else self.in_block(channels)
             weight_layout = f"OIHW{ci}i{co}o"
-        else:  # depthwise
+        elif groups == channels == out_channels:  # depthwise
             ci = co = _shape(source)[4] if source is not None else co
             weight_layout = f"OIHW1i{co}o"
+        else:  # one group per block: zeros between the groups a block holds
+            block = self.group_block(op)
+            assert block is not None
+            ci = co = block
+            weight_layout = f"OIHW{ci}i{co}o"
+            weight = self._insert(_block_diagonal(op, block), op)
+            groups = channels // block
         data = source if source is not None else self._insert(
             graph.LayoutTransformOp(op.input, "NCHW", _nchwc(ci)), op)
-        weight = self._insert(graph.LayoutTransformOp(op.weight, "OIHW", weight_layout), op)
+        weight = self._insert(graph.LayoutTransformOp(weight, "OIHW", weight_layout), op)
         bias = None
         if op.bias is not None:
             bias = self._insert(graph.ReshapeOp(op.bias, (out_channels // co, co)), op)
@@ -301,3 +336,16 @@ class GraphAlterLayoutPass(ModulePass):
         for transform in reversed(list(op.walk())):
             if isinstance(transform, graph.LayoutTransformOp) and not transform.result.uses:
                 Rewriter.erase_op(transform)
+
+
+def _block_diagonal(op: graph.Conv2dOp, block: int) -> graph.ConstantOp:
+    """The weights of grouped `op` ([O][O/groups][KH][KW]) as one group per channel
+    block ([O][block][KH][KW]): each output channel's weights at its group's input
+    channels within its block, zeros elsewhere."""
+    w = constant_value(op.weight.owner)  # pyright: ignore[reportArgumentType]
+    out_channels, per_group = w.shape[:2]
+    wide = np.zeros((out_channels, block, *w.shape[2:]), w.dtype)
+    for o in range(out_channels):
+        first = (o // per_group) * per_group - (o // block) * block  # its group, in the block
+        wide[o, first:first + per_group] = w[o]
+    return graph.ConstantOp.from_array(f"{op.weight.name_hint or 'w'}_block_diagonal", wide)

@@ -161,8 +161,11 @@ class Conv2dNchwcOp(_WindowOp):
 
     data [N][C/ci][H][W][ci] (layout NCHW<ci>c), weight [O/co][C/ci][KH][KW][ci][co]
     (OIHW<ci>i<co>o), optional bias [O/co][co]; result [N][O/co][OH][OW][co].
-    groups is 1, or the channel count for a depthwise convolution (O = C, ci = co):
-    its weight is [C/co][1][KH][KW][1][co] (OIHW1i<co>o, one input channel per group).
+    groups is 1; or the channel count for a depthwise convolution (O = C, ci = co):
+    its weight is [C/co][1][KH][KW][1][co] (OIHW1i<co>o, one input channel per group);
+    or the number of channel blocks, one group per block (O = C, ci = co): weight
+    [C/co][1][KH][KW][ci][co], output block b reading input block b only (a grouped
+    convolution whose groups are narrower than a block has zeros between them).
     """
 
     name = "graph.conv2d_nchwc"
@@ -188,8 +191,15 @@ class Conv2dNchwcOp(_WindowOp):
                     f"depthwise ({groups} groups) expects weight [{channels // ci}][1][KH][KW][1][{ci}] "
                     f"but got {list(shape_of(self.weight))}"
                 )
+        elif groups == cb:
+            if (wcb, wci) != (1, ci) or co != ci or ob != cb:
+                raise self._fail(
+                    f"one group per channel block ({groups} groups) expects weight "
+                    f"[{cb}][1][KH][KW][{ci}][{ci}] but got {list(shape_of(self.weight))}"
+                )
         else:
-            raise self._fail(f"expected groups 1 or {channels} (depthwise) but got {groups}")
+            raise self._fail(f"expected groups 1, {cb} (one per channel block) or {channels} "
+                             f"(depthwise) but got {groups}")
         self._expect_bias((ob, co))
         self._expect_window_result(window, "kernel does not fit: ")
 

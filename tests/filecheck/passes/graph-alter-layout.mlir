@@ -134,3 +134,24 @@ func.func @cancel(%x: tensor<1x16x4x4xf32>) -> (tensor<1x16x4x4xf32>, tensor<1x4
   %i = graph.layout_transform %c {src_layout = "NCHW4c", dst_layout = "NCHW4c"} : tensor<1x4x4x4x4xf32> -> tensor<1x4x4x4x4xf32>
   func.return %b, %i : tensor<1x16x4x4xf32>, tensor<1x4x4x4x4xf32>
 }
+
+
+
+// A grouped conv (4 groups of 8 channels, constant weights) runs one group per block
+// of 16: its weights are padded with zeros between the two groups a block holds (a
+// 32x16 constant, transformed at compile time). With non-constant weights, or fewer
+// output than input channels per group, it stays NCHW.
+// CHECK-LABEL: func.func @grouped
+// CHECK:         %[[W:.*]] = graph.constant dense_resource<{{.*}}block_diagonal{{.*}}> : tensor<32x16x3x3xf32>
+// CHECK:         graph.layout_transform %[[W]] {src_layout = "OIHW", dst_layout = "OIHW16i16o"} : tensor<32x16x3x3xf32> -> tensor<2x1x3x3x16x16xf32>
+// CHECK:         graph.conv2d_nchwc {{.*}} groups = 2 : i64} : (tensor<1x2x8x8x16xf32>, tensor<2x1x3x3x16x16xf32>) -> tensor<1x2x8x8x16xf32>
+// CHECK:         graph.conv2d %x, %wv {{.*}} groups = 4 : i64}
+// CHECK:         graph.conv2d %x, %wn {{.*}} groups = 4 : i64}
+func.func @grouped(%x: tensor<1x32x8x8xf32>, %wv: tensor<32x8x3x3xf32>, %wn: tensor<16x8x3x3xf32>)
+    -> (tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>, tensor<1x16x8x8xf32>) {
+  %w = graph.constant dense<0.5> : tensor<32x8x3x3xf32>
+  %a = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 4 : i64} : (tensor<1x32x8x8xf32>, tensor<32x8x3x3xf32>) -> tensor<1x32x8x8xf32>
+  %b = graph.conv2d %x, %wv {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 4 : i64} : (tensor<1x32x8x8xf32>, tensor<32x8x3x3xf32>) -> tensor<1x32x8x8xf32>
+  %c = graph.conv2d %x, %wn {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 4 : i64} : (tensor<1x32x8x8xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x8x8xf32>
+  func.return %a, %b, %c : tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>, tensor<1x16x8x8xf32>
+}

@@ -32,7 +32,14 @@
 
 %x, %w = "test.op"() : () -> (tensor<1x2x8x8x16xf32>, tensor<2x1x3x3x1x16xf32>)
 %y = graph.conv2d_nchwc %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 4 : i64} : (tensor<1x2x8x8x16xf32>, tensor<2x1x3x3x1x16xf32>) -> tensor<1x2x8x8x16xf32>
-// CHECK: graph.conv2d_nchwc: expected groups 1 or 32 (depthwise) but got 4
+// CHECK: graph.conv2d_nchwc: expected groups 1, 2 (one per channel block) or 32 (depthwise) but got 4
+
+// -----
+
+// One group per channel block: the weight is [blocks][1][KH][KW][ci][co] with co = ci.
+%x, %w = "test.op"() : () -> (tensor<1x2x8x8x16xf32>, tensor<2x1x3x3x8x16xf32>)
+%y = graph.conv2d_nchwc %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x2x8x8x16xf32>, tensor<2x1x3x3x8x16xf32>) -> tensor<1x2x8x8x16xf32>
+// CHECK: graph.conv2d_nchwc: one group per channel block (2 groups) expects weight [2][1][KH][KW][16][16] but got [2, 1, 3, 3, 8, 16]
 
 // -----
 
