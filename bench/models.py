@@ -24,7 +24,8 @@ gate, hard-swish), `efficientnet_b0` (SE with a sigmoid gate, swish), `shufflene
 (channel split and shuffle, 58/116/232-channel branches), `densenet121` (dense
 concatenation, pre-activation BN), `googlenet` (inception branches), `mobilenet_v1`
 (depthwise-separable), `convnext_tiny` (7x7 depthwise, channels-last LayerNorm, GELU),
-`vit` (patch embedding, class token, 197 tokens, pre-LN attention).
+`vit` (patch embedding, class token, 197 tokens, pre-LN attention), `regnet_y_400mf`
+(grouped 3x3 convs of 8-channel groups, squeeze-and-excitation).
 
 Weights are random (fixed seed) with fan-in scaling, so activations stay of order one
 and numerical comparisons stay meaningful through deep models. Models use IR version 8
@@ -622,6 +623,36 @@ def vit(image: int = 224, patch: int = 16, hidden: int = 256, heads: int = 4, ml
 
 
 # ----------------------------------------------------------------------------------
+# RegNetY
+# ----------------------------------------------------------------------------------
+
+REGNET_Y_400MF = ((1, 48), (3, 104), (6, 208), (6, 440))
+"""(blocks, width) per stage of RegNetY-400MF (Radosavovic et al., torchvision's)."""
+
+
+def regnet_y_400mf(image: int = 224, classes: int = 1000, stages=REGNET_Y_400MF,
+                   group_width: int = 8, stem: int = 32) -> onnx.ModelProto:
+    """RegNetY-400MF: Y blocks (1x1, grouped 3x3 of `group_width` channels per group with
+    the block's stride, squeeze-and-excitation at a quarter of the block's input width,
+    1x1, projection shortcut where the shape changes)."""
+    g = _Graph()
+    x = g.conv_bn("data", 3, stem, 3, stride=2)
+    cin = stem
+    for count, width in stages:
+        for i in range(count):
+            stride = 2 if i == 0 else 1
+            y = g.conv_bn(x, cin, width, 1)
+            y = g.conv_bn(y, width, width, 3, stride, groups=width // group_width)
+            y = g.squeeze_excite(y, width, max(1, cin // 4))
+            y = g.conv_bn(y, width, width, 1, act=None)
+            skip = x if stride == 1 and cin == width else g.conv_bn(x, cin, width, 1, stride, act=None)
+            x = g.node("Relu", [g.node("Add", [y, skip])])
+            cin = width
+    out = g.classifier(x, cin, classes)
+    return g.model("regnet_y_400mf", [("data", [1, 3, image, image])], out, opset=13)
+
+
+# ----------------------------------------------------------------------------------
 # Registry and cache
 # ----------------------------------------------------------------------------------
 
@@ -639,6 +670,7 @@ MODELS = {
     "mobilenet_v1": mobilenet_v1,
     "convnext_tiny": convnext_tiny,
     "vit": vit,
+    "regnet_y_400mf": regnet_y_400mf,
 }
 """The benchmark models by name, full size with the defaults."""
 
@@ -669,6 +701,7 @@ SMALL = {
                          settings=((64, 1), (128, 2), (128, 1))),
     "convnext_tiny": dict(image=32, classes=10, depths=(1, 1), dims=(16, 32)),
     "vit": dict(image=32, patch=8, hidden=32, heads=4, mlp=64, layers=1, classes=10),  # 17 tokens
+    "regnet_y_400mf": dict(image=32, classes=10, stages=((1, 16), (2, 24))),
 }
 """Each architecture scaled down for the tests and the benchmarks' smoke runs (keys as
 `MODELS`, plus `bert_encoder_decomposed`: build it with `build_small`)."""

@@ -37,6 +37,7 @@ def test_full_size_shapes():
         "resnet18": 11.7, "resnet50": 25.6, "mobilenet_v2": 3.5, "squeezenet1_1": 1.24,
         "mobilenet_v3_large": 5.48, "efficientnet_b0": 5.29, "shufflenet_v2": 2.28,
         "densenet121": 7.98, "googlenet": 6.62, "mobilenet_v1": 4.2, "convnext_tiny": 28.6,
+        "regnet_y_400mf": 4.34,
     }
     for name, millions in expected_params.items():
         model = models.build(name)
