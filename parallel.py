@@ -13,7 +13,7 @@ as the serial one: the tests compare the two byte for byte.
 
 Forking needs no start-up and shares the compiler's memory copy-on-write; where a
 platform cannot fork, or one core (`XWEAVE_COMPILE_JOBS=1`) or one kernel is all there
-is, the kernels are rewritten here, one after the other.
+is, or other Python threads run (`workers`), the work is done here, one after the other.
 """
 
 from __future__ import annotations
@@ -70,10 +70,12 @@ def _can_fork() -> bool:
 
 def workers(count: int, jobs: int | None = None) -> int:
     """How many forked workers `map_forked` would use for `count` items (1: none, the
-    work is done in this process)."""
+    work is done in this process: also in a daemon process, which may have no
+    children, and in a process running other Python threads, one of which might hold
+    a lock the workers need when it forks, such as llvmlite's)."""
     jobs = min(compile_jobs() if jobs is None else jobs, count)
-    daemon = multiprocessing.current_process().daemon  # (a daemon may have no children)
-    return 1 if jobs <= 1 or not _can_fork() or daemon else jobs
+    alone = threading.active_count() == 1 and not multiprocessing.current_process().daemon
+    return jobs if jobs > 1 and alone and _can_fork() else 1
 
 
 def map_forked(count: int, work: Callable[[int], Value], jobs: int | None = None,
