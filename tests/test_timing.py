@@ -3,7 +3,9 @@
 import re
 from pathlib import Path
 
-from helpers import run_cli, small_conv_model
+import numpy as np
+from helpers import onnx_model, run_cli, small_conv_model
+from onnx import helper
 
 import xweave
 from xweave import timing
@@ -75,3 +77,26 @@ def test_opt_timing_and_verify_each(tmp_path):
     assert not re.search(r"\s+2\s+verify$", err, re.M)
     code, _, err = run_cli(source, "--verify-each=maybe", entry=opt_main)
     assert code != 0 and "expected true or false" in err
+
+
+def test_repeated_blocks_compile_each_distinct_kernel_once():
+    """Three equal conv+relu blocks (different weights) and a different last conv: two
+    conv kernels are scheduled and code-generated, once each (the timing report counts
+    the code generations: one unit per kernel, one for @main)."""
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], {}, "x"
+    for i in range(3):
+        inits[f"w{i}"] = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+        nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        x = f"r{i}"
+    inits["wl"] = rng.standard_normal((8, 16, 1, 1)).astype(np.float32)
+    nodes.append(helper.make_node("Conv", [x, "wl"], ["y"]))
+    model = onnx_model(nodes, [("x", [1, 16, 8, 8])], ["y"], inits)
+    with timing.collect() as timer:
+        module = xweave.build(model, target=TARGET, cache=False, layout=False, winograd=False)
+    kernels = timer.root.children["scheduled"].children["schedule-kernels"].children["kernels"]
+    units = timer.root.children["codegen"].children["translate to LLVM IR"]
+    assert kernels.count == 2 and units.count == kernels.count + 1
+    assert sum(line.startswith("define void @fused_conv2d_relu") for line in
+               module.llvm_ir.splitlines()) == 1
