@@ -53,3 +53,25 @@ def test_peak(capsys):
         assert record["bench"] == "fma_peak" and record["cpu"]
         assert str(record["chains"]) in record["sweep"]
         assert record["gflops"] > 0 and all(g > 0 for g in record["sweep"].values())
+
+
+def test_conv2d():
+    records = run_script("conv2d", "--smoke", "--threads", "1")
+    layers = [r for r in records if r["bench"] == "conv2d"]
+    assert [r["layer"] for r in layers] == ["C2", "D2"]
+    assert [r["shape"] for r in layers] == ["8x8 16->16 k3 s1 p1 g1", "8x8 16->16 k3 s2 p1 g16"]
+    for record in layers:
+        assert record["threads"] == 1 and record["lanes"] >= 8 and record["cpu"]
+        assert record["xweave_ms"] > 0 and record["onnxruntime_ms"] > 0
+        assert record["ratio_vs_onnxruntime"] > 0 and record["xweave_peak_fraction"] > 0
+    means = {r["group"]: r for r in records if r["bench"] == "conv2d_geomean"}
+    assert set(means) == {"resnet", "depthwise"}
+    assert all(r["layers"] == 1 and r["ratio_vs_onnxruntime"] > 0 for r in means.values())
+
+
+def test_matmul():
+    records = run_script("matmul", "--smoke", "--threads", "1")
+    assert [r["shape"] for r in records] == ["32x32x32", "1x32x40"]
+    for record in records:
+        assert record["bench"] == "matmul" and record["threads"] == 1 and record["cpu"]
+        assert record["ratio_vs_numpy"] > 0 and record["peak_gflops"] > 0
