@@ -6,9 +6,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import load_bench
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+@pytest.fixture(scope="module")
+def _bench_cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("bench-compile-cache")
+
+
+@pytest.fixture
+def shared_cache(_bench_cache_dir, monkeypatch):
+    """One compile cache for the smoke runs of this file (not one per test, as
+    conftest.py gives): several scripts build the same scaled-down model, and what is
+    under test here is the scripts, not the compiler."""
+    monkeypatch.setenv("XWEAVE_CACHE_DIR", str(_bench_cache_dir))
 
 
 def records_of(stdout: str) -> list[dict]:
@@ -75,3 +90,31 @@ def test_matmul():
     for record in records:
         assert record["bench"] == "matmul" and record["threads"] == 1 and record["cpu"]
         assert record["ratio_vs_numpy"] > 0 and record["peak_gflops"] > 0
+
+
+def check_model_records(records, model, threads):
+    """`model_e2e.bench_model`'s records of `model`, one per thread count."""
+    assert [(r["model"], r["threads"]) for r in records] == [(model, t) for t in threads]
+    for record in records:
+        assert "error" not in record, record
+        assert record["fuse"] is True and record["smoke"] is True and record["cpu"]
+        assert record["xweave_ms"] > 0 and record["ort_ms"] > 0 and record["ratio"] > 0
+        assert record["peak_bytes"] > 0 and record["max_rel_err"] < 1e-4
+
+
+def test_model_e2e(shared_cache):
+    records = run_script("model_e2e", "--smoke", "--threads", "1,2")
+    check_model_records(records, "resnet18", [1, 2])
+
+
+def test_zoo(shared_cache):
+    records = run_script("zoo", "--smoke", "--threads", "1", "--profile-below", "1e9",
+                         "--top", "3", "--label", "smoke-test")
+    check_model_records([r for r in records if "bench" not in r], "resnet18", [1])
+    (mean,) = [r for r in records if r.get("bench") == "zoo_geomean"]
+    assert mean["models"] == 1 and mean["min_model"] == "resnet18" and mean["geomean"] > 0
+    assert mean["label"] == "smoke-test" and mean["cpu"]
+    (profile,) = [r for r in records if r.get("bench") == "zoo_profile"]
+    assert profile["model"] == "resnet18" and len(profile["kernels"]) == 3
+    assert all(k["calls"] >= 1 and k["ms"] >= 0 for k in profile["kernels"])
+    assert 0 < sum(k["percent"] for k in profile["kernels"]) <= 100.1
