@@ -118,3 +118,24 @@ def test_zoo(shared_cache):
     assert profile["model"] == "resnet18" and len(profile["kernels"]) == 3
     assert all(k["calls"] >= 1 and k["ms"] >= 0 for k in profile["kernels"])
     assert 0 < sum(k["percent"] for k in profile["kernels"]) <= 100.1
+
+
+def test_op_overhead():
+    *chains, summary = run_script("op_overhead", "--smoke", "--threads", "1")
+    assert [r["ops"] for r in chains] == [1, 2]
+    for record in chains:
+        assert record["kernels"] == record["ops"] and record["threads"] == 1 and record["cpu"]
+        assert record["run_us"] > 0 and record["call_us"] > 0 and record["ort_us"] > 0
+    assert summary["summary"] == "per_op" and summary["cpu"]
+    assert {"xweave_per_op_us", "ort_per_op_us", "python_call_us"} <= set(summary)
+
+
+def test_parallel_overhead():
+    records = run_script("parallel_overhead", "--smoke")
+    assert {r["policy"] for r in records} == {"default"}
+    measured = {(r["measurement"], r["threads"]) for r in records}
+    assert measured == {("serial_call", 1), ("tiny_kernel_serial", 1)} | {
+        (m, t) for m in ("empty_region", "tiny_kernel", "after_gap", "idle_cpu") for t in (1, 2)}
+    for record in records:
+        assert record["cpu"] and record["repeat"] == 1
+        assert record.get("us_per_call", 1) > 0 and record.get("cpu_us_in_20ms", 0) >= 0
