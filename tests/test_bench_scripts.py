@@ -139,3 +139,14 @@ def test_parallel_overhead():
     for record in records:
         assert record["cpu"] and record["repeat"] == 1
         assert record.get("us_per_call", 1) > 0 and record.get("cpu_us_in_20ms", 0) >= 0
+
+
+def test_shape_sweep():
+    matmul, conv = run_script("shape_sweep", "--smoke")
+    assert (matmul["kind"], matmul["shape"], matmul["neighbour"]) == \
+        ("matmul", "7x32x32", "16x32x32")
+    assert (conv["kind"], conv["shape"], conv["neighbour"]) == ("conv1x1", "8x8 3->3", "8x8 16->16")
+    for record, reference in ((matmul, "numpy"), (conv, "onnxruntime")):
+        assert record["bench"] == "shape_sweep" and record["rounds"] == 1 and record["cpu"]
+        assert record["ratio"] > 0 and record["neighbour_ratio"] > 0 and record["cliff"] > 0
+        assert record[f"{reference}_cliff"] > 0
