@@ -2,6 +2,7 @@
 
     python bench/tune_conv.py --trials 200 --seeds 0,1,2 --threads 1
     python bench/tune_conv.py --layers C2,C5 --trials 16 --seeds 0     # a quick check
+    python bench/tune_conv.py --smoke     # C2 scaled down, 2 trials per tuner (tests)
 
 Each layer is one ONNX Conv node (`conv2d.conv_model`); its kernel is the tuning task
 (`autotune.kernel_tasks.extract_tasks`). Every (layer, tuner, seed) appends to its own
@@ -25,9 +26,10 @@ import math
 import os
 import statistics
 import sys
+import tempfile
 
 from common import emit, log, machine, median_time, set_threads
-from conv2d import RESNET18, conv_model
+from conv2d import RESNET18, conv_model, smoke_layer
 
 
 def first_reaching(curve: list[float], target: float) -> int | None:
@@ -92,21 +94,42 @@ def onnxruntime_timer(model, cin: int, size: int, threads: int):
     return lambda: median_time(lambda: session.run(None, {"x": x}))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--layers", default=",".join(RESNET18), help="e.g. C1,C2 (default: all)")
+    parser.add_argument("--layers", help="e.g. C1,C2 (default: all; C2 with --smoke)")
     parser.add_argument("--tuners", default="lgbm,ga,random")
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--trials", type=int, default=200, help="trial budget per layer and run")
+    parser.add_argument("--trials", type=int,
+                        help="trial budget per layer and run (default 200, 2 with --smoke)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--builders", type=int, default=None,
                         help="build processes (default: one per core)")
-    parser.add_argument("--out-dir", default="bench/out/tune_conv")
-    parser.add_argument("--remeasure", type=int, default=3,
+    parser.add_argument("--out-dir", help="where the records files and curves.png go, and "
+                        "runs resume from (default: bench/out/tune_conv; with --smoke, a "
+                        "temporary folder)")
+    parser.add_argument("--remeasure", type=int,
                         help="rounds re-timing every run's best point with the default and "
                              "onnxruntime; the 95%% mark and the ratios come from those "
-                             "medians (0: from the timings found while tuning)")
-    args = parser.parse_args()
+                             "medians (0: from the timings found while tuning; default 3, "
+                             "1 with --smoke)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the layers scaled down (conv2d.smoke_layer), seed 0 only unless "
+                        "--seeds, 2 trials, each timed once, 1 remeasuring round: checks that "
+                        "the script works (tests), not a figure")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.layers = args.layers or "C2"
+        args.seeds = "0" if "--seeds" not in (argv if argv is not None else sys.argv) else args.seeds
+    args.layers = args.layers or ",".join(RESNET18)
+    if args.trials is None:
+        args.trials = 2 if args.smoke else 200
+    if args.remeasure is None:
+        args.remeasure = 1 if args.smoke else 3
+    scratch = None
+    if args.out_dir is None:
+        if args.smoke:  # not bench/out: a smoke run must not resume from a real run's records
+            scratch = tempfile.TemporaryDirectory(prefix="xweave-tune-conv-smoke-")
+        args.out_dir = scratch.name if scratch else "bench/out/tune_conv"
     set_threads(args.threads)
 
     from xweave.autotune import LocalBuilder, LocalRunner, measure_points, plot_curves, tune
@@ -118,12 +141,13 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     os.makedirs(args.out_dir, exist_ok=True)
     builder = LocalBuilder(n_parallel=args.builders, timeout=60)
-    runner = LocalRunner(timeout=60)
+    runner = LocalRunner(timeout=60, **({"repeat": 1, "min_repeat_ms": 1.0} if args.smoke else {}))
     ratios, paths, met = [], [], []
     per_trial = {"build": [], "measure": [], "tuner": [], "total": []}
     try:
         for name in layers:
-            size, cin, cout, k, stride, pad, groups = RESNET18[name]
+            spec = smoke_layer(RESNET18[name]) if args.smoke else RESNET18[name]
+            size, cin, cout, k, stride, pad, groups = spec
             model = conv_model(size, cin, cout, k, stride, pad, groups)
             # The direct conv (the paper's tasks), also where a build would use Winograd.
             task = max((t for t in extract_tasks(model, options=CompileOptions(winograd=False)) if t.is_reduction),

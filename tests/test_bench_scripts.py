@@ -150,3 +150,47 @@ def test_shape_sweep():
         assert record["bench"] == "shape_sweep" and record["rounds"] == 1 and record["cpu"]
         assert record["ratio"] > 0 and record["neighbour_ratio"] > 0 and record["cliff"] > 0
         assert record[f"{reference}_cliff"] > 0
+
+
+def test_tune_conv(tmp_path):
+    layer, mean = run_script("tune_conv", "--smoke", "--builders", "0", "--out-dir", str(tmp_path))
+    assert (layer["bench"], layer["layer"], layer["shape"]) == ("tune_conv", "C2", "8x8 16->16 k3 s1 p1")
+    assert layer["trials"] == 2 and layer["cpu"]
+    assert layer["best_gflops"] > 0 and layer["default_gflops"] > 0
+    assert layer["ratio_vs_onnxruntime"] > 0 and layer["ratio_vs_default"] > 0
+    assert isinstance(layer["meets_paper_target"], bool)
+    for tuner in ("lgbm", "ga", "random"):
+        run = layer[tuner]
+        assert run["errors"] == 0 and run["best_gflops"] > 0, run
+        assert len(run["remeasured_best_gflops"]) == len(run["trials_to_95pct"]) == 1
+        assert (tmp_path / f"C2-{tuner}-s0.jsonl").read_text().count("\n") == 2
+    assert mean["bench"] == "tune_conv_geomean" and mean["layers"] == ["C2"]
+    assert mean["ratio_vs_onnxruntime"] > 0 and mean["layers_meeting_paper_target"] in ("0/1", "1/1")
+    assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_tuned_model(shared_cache, tmp_path):
+    from xweave.autotune.kernel_tasks import extract_tasks
+    from xweave.records import target_info
+
+    # A record for the most expensive kernel of the small model, a schedule other than
+    # its default, with made-up figures: the tuned build must take it.
+    models = load_bench("models")
+    tasks = extract_tasks(models.build_small("resnet18"))
+    task = max((t for t in tasks if t.is_reduction), key=lambda t: t.flops)
+    default = task.default_point()
+    point = next(p for p in task.space if task.schedule(p) != task.schedule(default))
+    record = {"workload": task.workload_key, "task": task.spec(), "target": target_info(),
+              "schedule": task.schedule(point), "point": list(point), "config": {},
+              "result": {"costs": [1e-3], "gflops": 9.0, "error_no": 0, "error_msg": "",
+                         "build_s": 0.1, "run_s": 0.1, "number": 1},
+              "tuner": "test", "trial": 1, "timestamp": 0.0, "version": "test"}
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(record) + "\n")
+    (result,) = run_script("tuned_model", "--smoke", "--model", "resnet18", "--records",
+                           str(records), "--threads", "1")
+    assert result["model"] == "resnet18" and result["threads"] == 1 and result["smoke"]
+    assert result["kernels_tuned"] >= 1 and result["cpu"]
+    assert result["untuned_ms"] > 0 and result["tuned_ms"] > 0 and result["ort_ms"] > 0
+    assert result["ratio_untuned"] > 0 and result["ratio_tuned"] > 0
+    assert result["tuning_speedup"] > 0 and result["max_rel_err"] < 1e-4
