@@ -194,3 +194,14 @@ def test_tuned_model(shared_cache, tmp_path):
     assert result["untuned_ms"] > 0 and result["tuned_ms"] > 0 and result["ort_ms"] > 0
     assert result["ratio_untuned"] > 0 and result["ratio_tuned"] > 0
     assert result["tuning_speedup"] > 0 and result["max_rel_err"] < 1e-4
+
+
+def test_cluster_throughput(capsys):
+    records = run_main(capsys, "cluster_throughput", "--smoke")
+    assert [(r["mode"], r["phase"]) for r in records] == [
+        ("local", "measure"), ("local", "tune"), ("cluster", "measure"), ("cluster", "tune")]
+    for record in records:
+        assert record["bench"] == "cluster_throughput" and record["workers"] == 1
+        assert record["measurements"] == 2 and record["errors"] == 0, record
+        assert record["per_second"] > 0 and record["size"] == 8 and record["cpu"]
+    assert all(r["best_gflops"] > 0 for r in records if r["phase"] == "tune")
