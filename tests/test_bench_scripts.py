@@ -205,3 +205,41 @@ def test_cluster_throughput(capsys):
         assert record["measurements"] == 2 and record["errors"] == 0, record
         assert record["per_second"] > 0 and record["size"] == 8 and record["cpu"]
     assert all(r["best_gflops"] > 0 for r in records if r["phase"] == "tune")
+
+
+def test_compile_cache(capsys):
+    (record,) = run_main(capsys, "compile_cache", "--smoke")
+    assert record["model"] == "small_cnn" and record["smoke"] and record["cpu"]
+    assert record["outputs_equal"] is True and record["entry_bytes"] > 0
+    assert record["compile_s"] > 0 and record["hit_s"] > 0 and record["speedup"] > 0
+
+
+def test_concurrency(capsys, shared_cache):
+    records = run_main(capsys, "concurrency", "--smoke")
+    correct = [r for r in records if r["part"] == "correctness"]
+    assert correct and all(r["wrong"] == 0 and r["calls"] == 4 and r["cpu"] for r in correct)
+    assert correct[0]["threads_per_call"] == 1
+    rates = [r for r in records if r["part"] == "throughput"]
+    assert {r["runtime"] for r in rates} == {"xweave", "onnxruntime"}
+    assert {r["threads_per_call"] for r in rates} == {r["threads_per_call"] for r in correct}
+    for record in rates:
+        assert record["model"] == "resnet18" and record["smoke"] and record["cpu"]
+        assert record["calls_per_s_1_caller"] > 0 and record["calls_per_s_2_callers"] > 0
+        assert record["speedup"] > 0 and 0 <= record["overlap_2_callers"] <= 1
+
+
+def test_contention(capsys, shared_cache):
+    *blocks, ratios = run_main(capsys, "contention", "--smoke")
+    assert blocks[0]["threads"] == 1 and {b["threads"] for b in blocks} == {1, blocks[-1]["threads"]}
+    for block in blocks:
+        assert block["model"] == "small_cnn" and block["calls"] == 5 and block["busy"] == 1
+        assert 0 < block["median_ms"] <= block["p99_ms"] <= block["max_ms"] <= block["total_ms"]
+        assert block["cpu"]
+    assert ratios["p99_ratio"] > 0 and ratios["total_ratio"] > 0 and ratios["cpu"]
+
+
+def test_large_buffers(capsys):
+    (record,) = run_main(capsys, "large_buffers", "--smoke")
+    assert record["size"] == 16 and record["intermediate_bytes"] == 4 * 64 * 16 * 16
+    assert record["peak_memory_bytes"] >= record["intermediate_bytes"]
+    assert record["finite"] and record["max_rel_err"] < 1e-5 and record["cpu"]
