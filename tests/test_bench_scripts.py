@@ -243,3 +243,28 @@ def test_large_buffers(capsys):
     assert record["size"] == 16 and record["intermediate_bytes"] == 4 * 64 * 16 * 16
     assert record["peak_memory_bytes"] >= record["intermediate_bytes"]
     assert record["finite"] and record["max_rel_err"] < 1e-5 and record["cpu"]
+
+
+def test_fuzz(capsys):
+    # --cli 0: the installed executables are fuzzed by tests/test_fuzz.py already.
+    (record,) = run_main(capsys, "fuzz", "--smoke", "--cli", "0")
+    assert record["seed"] == 0 and record["cli"]["cases"] == 0
+    assert record["ir"]["cases"] >= 4 and record["onnx"]["cases"] == 4
+    for part in ("ir", "onnx"):
+        counts = record[part]
+        assert counts["crash"] == counts["hang"] == 0, record
+        assert counts["ok"] + counts["error"] == counts["cases"]
+
+
+def test_vta_layers(capsys, tmp_path):
+    plot = tmp_path / "roofline.png"
+    *rows, written = run_main(capsys, "vta_layers", "--smoke", "--plot", str(plot))
+    assert [(r["layer"], r["vthreads"]) for r in rows] == \
+        [(layer, t) for layer in ("C2", "C5") for t in (1, 2, 4)]
+    assert rows[0]["shape"] == "8x8 16->32 k3 s1" and rows[3]["shape"] == "8x8 16->32 k1 s2"
+    for row in rows:
+        assert row["bit_exact"] and row["cycles"] > 0 and row["cpu"]
+        assert 0 < row["utilization"] <= row["compute_ceiling"] <= 1
+        assert row["speedup_vs_serialized"] > 0 and row["threads_used"] <= row["vthreads"]
+    assert max(r["threads_used"] for r in rows) == 2  # latency hiding did split a layer
+    assert written == {"plot": str(plot)} and plot.stat().st_size > 0
