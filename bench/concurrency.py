@@ -3,7 +3,7 @@
     python bench/concurrency.py                                # both parts
     python bench/concurrency.py --part correctness --calls 1000
     python bench/concurrency.py --part throughput --model resnet18 --rounds 5
-    python bench/concurrency.py --smoke                        # a few calls, resnet18 scaled down (tests)
+    python bench/concurrency.py --smoke                        # a few calls (tests)
 
 * correctness: `--callers` threads x `--calls` calls each of one loaded module (the
   example CNN), every call on its own input, compared with a single-threaded run of

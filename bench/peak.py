@@ -103,7 +103,8 @@ def _once(threads: int, lanes: int, chains: int, iterations: int) -> float:
     return flops / (time.perf_counter() - start) / 1e9
 
 
-def sweep(threads: int, iterations: int = ITERATIONS, repeat: int = 5) -> dict[tuple[int, int], float]:
+def sweep(threads: int, iterations: int = ITERATIONS,
+          repeat: int = 5) -> dict[tuple[int, int], float]:
     """Best GFLOP/s of every (lanes, chains) this CPU runs, over `repeat` rounds that
     visit them all in turn (alternating order), so a busy neighbour hits all alike."""
     configs = [(lanes, chains) for lanes in host_lanes() for chains in _chain_counts(lanes)]

@@ -2,7 +2,7 @@
 
     python bench/tune_conv.py --trials 200 --seeds 0,1,2 --threads 1
     python bench/tune_conv.py --layers C2,C5 --trials 16 --seeds 0     # a quick check
-    python bench/tune_conv.py --smoke     # C2 scaled down, 2 trials per tuner (tests)
+    python bench/tune_conv.py --smoke     # C5 scaled down, 1 trial per tuner (tests)
 
 Each layer is one ONNX Conv node (`conv2d.conv_model`); its kernel is the tuning task
 (`autotune.kernel_tasks.extract_tasks`). Every (layer, tuner, seed) appends to its own
@@ -81,8 +81,9 @@ def remeasure(task, runs: dict, default_point, time_onnxruntime, builder, runner
     return bests, statistics.median(samples[default_point]), statistics.median(ort)
 
 
-def onnxruntime_timer(model, cin: int, size: int, threads: int):
-    """A function timing one onnxruntime session of `model` (median seconds per run)."""
+def onnxruntime_timer(model, cin: int, size: int, threads: int, repeat: int = 7):
+    """A function timing one onnxruntime session of `model` (median seconds per run of
+    `repeat`)."""
     import numpy as np
     import onnxruntime as ort
 
@@ -91,16 +92,17 @@ def onnxruntime_timer(model, cin: int, size: int, threads: int):
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(model.SerializeToString(), options)
     x = np.random.default_rng(1).standard_normal((1, cin, size, size), dtype=np.float32)
-    return lambda: median_time(lambda: session.run(None, {"x": x}))
+    return lambda: median_time(lambda: session.run(None, {"x": x}), repeat)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--layers", help="e.g. C1,C2 (default: all; C2 with --smoke)")
+    parser.add_argument("--layers", help="e.g. C1,C2 (default: all; C5 with --smoke)")
     parser.add_argument("--tuners", default="lgbm,ga,random")
-    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--seeds", help="comma-separated seeds, one run each (default 0,1,2; "
+                        "0 with --smoke)")
     parser.add_argument("--trials", type=int,
-                        help="trial budget per layer and run (default 200, 2 with --smoke)")
+                        help="trial budget per layer and run (default 200, 1 with --smoke)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--builders", type=int, default=None,
                         help="build processes (default: one per core)")
@@ -113,16 +115,14 @@ def main(argv: list[str] | None = None) -> None:
                              "medians (0: from the timings found while tuning; default 3, "
                              "1 with --smoke)")
     parser.add_argument("--smoke", action="store_true",
-                        help="the layers scaled down (conv2d.smoke_layer), seed 0 only unless "
-                        "--seeds, 2 trials, each timed once, 1 remeasuring round: checks that "
-                        "the script works (tests), not a figure")
+                        help="the layers scaled down (conv2d.smoke_layer), seed 0, 1 trial "
+                        "timing one run, 1 remeasuring round: checks that the script works "
+                        "(tests), not a figure")
     args = parser.parse_args(argv)
-    if args.smoke:
-        args.layers = args.layers or "C2"
-        args.seeds = "0" if "--seeds" not in (argv if argv is not None else sys.argv) else args.seeds
-    args.layers = args.layers or ",".join(RESNET18)
+    args.layers = args.layers or ("C5" if args.smoke else ",".join(RESNET18))
+    args.seeds = args.seeds or ("0" if args.smoke else "0,1,2")
     if args.trials is None:
-        args.trials = 2 if args.smoke else 200
+        args.trials = 1 if args.smoke else 200
     if args.remeasure is None:
         args.remeasure = 1 if args.smoke else 3
     scratch = None
@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> None:
             task = max((t for t in extract_tasks(model, options=CompileOptions(winograd=False)) if t.is_reduction),
                        key=lambda t: t.flops)
             (default,) = measure_points(task, [task.default_point()], builder, runner)
-            time_onnxruntime = onnxruntime_timer(model, cin, size, args.threads)
+            time_onnxruntime = onnxruntime_timer(model, cin, size, args.threads,
+                                                 1 if args.smoke else 7)
             ort_gflops = task.flops / time_onnxruntime() / 1e9
             default_gflops = default.gflops
             runs = {}

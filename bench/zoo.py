@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", help="comma-separated names (default: all of models.py)")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int,
-                        help="alternating rounds of xweave and onnxruntime (default 5, 1 with --smoke)")
+                        help="alternating rounds of xweave and onnxruntime (default 5, "
+                        "1 with --smoke)")
     parser.add_argument("--repeat", type=int,
                         help="timed runs per round (a median; default 5, 1 with --smoke)")
     parser.add_argument("--profile-below", type=float, default=0.0,

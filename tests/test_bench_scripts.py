@@ -154,8 +154,9 @@ def test_shape_sweep():
 
 def test_tune_conv(tmp_path):
     layer, mean = run_script("tune_conv", "--smoke", "--builders", "0", "--out-dir", str(tmp_path))
-    assert (layer["bench"], layer["layer"], layer["shape"]) == ("tune_conv", "C2", "8x8 16->16 k3 s1 p1")
-    assert layer["trials"] == 2 and layer["cpu"]
+    assert (layer["bench"], layer["layer"], layer["shape"]) == \
+        ("tune_conv", "C5", "8x8 16->16 k1 s2 p0")
+    assert layer["trials"] == 1 and layer["cpu"]
     assert layer["best_gflops"] > 0 and layer["default_gflops"] > 0
     assert layer["ratio_vs_onnxruntime"] > 0 and layer["ratio_vs_default"] > 0
     assert isinstance(layer["meets_paper_target"], bool)
@@ -163,9 +164,10 @@ def test_tune_conv(tmp_path):
         run = layer[tuner]
         assert run["errors"] == 0 and run["best_gflops"] > 0, run
         assert len(run["remeasured_best_gflops"]) == len(run["trials_to_95pct"]) == 1
-        assert (tmp_path / f"C2-{tuner}-s0.jsonl").read_text().count("\n") == 2
-    assert mean["bench"] == "tune_conv_geomean" and mean["layers"] == ["C2"]
-    assert mean["ratio_vs_onnxruntime"] > 0 and mean["layers_meeting_paper_target"] in ("0/1", "1/1")
+        assert (tmp_path / f"C5-{tuner}-s0.jsonl").read_text().count("\n") == 1
+    assert mean["bench"] == "tune_conv_geomean" and mean["layers"] == ["C5"]
+    assert mean["ratio_vs_onnxruntime"] > 0
+    assert mean["layers_meeting_paper_target"] in ("0/1", "1/1")
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
@@ -230,7 +232,7 @@ def test_concurrency(capsys, shared_cache):
 
 def test_contention(capsys, shared_cache):
     *blocks, ratios = run_main(capsys, "contention", "--smoke")
-    assert blocks[0]["threads"] == 1 and {b["threads"] for b in blocks} == {1, blocks[-1]["threads"]}
+    assert [b["threads"] for b in blocks][0] == 1 and len(blocks) in (1, 2)
     for block in blocks:
         assert block["model"] == "small_cnn" and block["calls"] == 5 and block["busy"] == 1
         assert 0 < block["median_ms"] <= block["p99_ms"] <= block["max_ms"] <= block["total_ms"]
