@@ -1,5 +1,11 @@
-"""Every benchmark script runs in a smoke mode (tiny shapes, one round, no timing
-asserted), so that a changed signature or a crash fails here, not in the next figures."""
+"""Every benchmark script runs in its smoke mode (`--smoke`: tiny shapes or the scaled-down
+models of bench/models.py, one round, no timing asserted), so that a changed signature
+or a crash fails here, not in the next figures. Each test checks the records the script
+prints: their keys, names and sane values.
+
+The scripts that set thread counts in the environment (`common.set_threads`) run in a
+process of their own; the others run their `main` in this process (`load_bench`), which
+saves an interpreter start-up and the compiler's import each."""
 
 import json
 import subprocess
@@ -78,7 +84,7 @@ def test_conv2d():
     for record in layers:
         assert record["threads"] == 1 and record["lanes"] >= 8 and record["cpu"]
         assert record["xweave_ms"] > 0 and record["onnxruntime_ms"] > 0
-        assert record["ratio_vs_onnxruntime"] > 0 and record["xweave_peak_fraction"] > 0
+        assert record["ratio_vs_onnxruntime"] > 0 and record["xweave_peak_fraction"] >= 0
     means = {r["group"]: r for r in records if r["bench"] == "conv2d_geomean"}
     assert set(means) == {"resnet", "depthwise"}
     assert all(r["layers"] == 1 and r["ratio_vs_onnxruntime"] > 0 for r in means.values())
@@ -148,8 +154,8 @@ def test_shape_sweep():
     assert (conv["kind"], conv["shape"], conv["neighbour"]) == ("conv1x1", "8x8 3->3", "8x8 16->16")
     for record, reference in ((matmul, "numpy"), (conv, "onnxruntime")):
         assert record["bench"] == "shape_sweep" and record["rounds"] == 1 and record["cpu"]
-        assert record["ratio"] > 0 and record["neighbour_ratio"] > 0 and record["cliff"] > 0
-        assert record[f"{reference}_cliff"] > 0
+        assert record["ratio"] > 0 and record["neighbour_ratio"] > 0
+        assert record["cliff"] >= 0 and record[f"{reference}_cliff"] >= 0  # 3 of 16 channels: small
 
 
 def test_tune_conv(tmp_path):
@@ -232,7 +238,7 @@ def test_concurrency(capsys, shared_cache):
 
 def test_contention(capsys, shared_cache):
     *blocks, ratios = run_main(capsys, "contention", "--smoke")
-    assert [b["threads"] for b in blocks][0] == 1 and len(blocks) in (1, 2)
+    assert blocks[0]["threads"] == 1 and len(blocks) in (1, 2)  # 1 and every core
     for block in blocks:
         assert block["model"] == "small_cnn" and block["calls"] == 5 and block["busy"] == 1
         assert 0 < block["median_ms"] <= block["p99_ms"] <= block["max_ms"] <= block["total_ms"]
