@@ -89,10 +89,7 @@ def main(argv=None) -> int:
                         "matmul, one short run each): checks that the script works (tests), "
                         "not a figure")
     args = parser.parse_args(argv)
-    for key, value in (SMOKE if args.smoke else DEFAULTS).items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    for key, value in DEFAULTS.items():
+    for key, value in {**DEFAULTS, **(SMOKE if args.smoke else {})}.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
 

@@ -92,8 +92,8 @@ def _others_cpu_seconds() -> float:
     return busy - sum(os.times()[:2])
 
 
-def interleaved_times(fns, rounds: int, min_seconds: float = 0.05,
-                      quiet: bool = False, warm_seconds: float = WARM_SECONDS) -> list[list[float]]:
+def interleaved_times(fns, rounds: int, min_seconds: float = 0.05, quiet: bool = False,
+                      warm_seconds: float = WARM_SECONDS) -> list[list[float]]:
     """Seconds per call of each function, `rounds` samples each, taken in turn (with
     `quiet`, only rounds the rest of the machine left alone; maybe fewer), each block
     after `warm_seconds` of calls (a `--smoke` run: 0)."""
