@@ -1,6 +1,7 @@
 """Measurements per second through a Dask cluster on this machine, with 1 and 2 workers.
 
     python bench/cluster_throughput.py [--workers 1,2] [--candidates 16] [--trials 16]
+    python bench/cluster_throughput.py --smoke    # 1 worker, 2 tiny candidates (tests)
 
 A scheduler runs in this process; every worker (`start_worker`, one thread, advertising
 this host's target label) runs on this machine. For each worker count:
@@ -64,17 +65,33 @@ def _runs(args, task, points, builds, builder, runner, mode, workers):
             best_gflops=round(result.best_gflops, 2))
 
 
+SMOKE = {"workers": "1", "candidates": 2, "trials": 2, "size": 8, "min_repeat_ms": 1.0,
+         "repeat": 1}
+"""The settings of a `--smoke` run (each taken unless given)."""
+DEFAULTS = {"workers": "1,2", "candidates": 16, "trials": 16, "size": 32, "min_repeat_ms": 20.0,
+            "repeat": 5}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", default="1,2")
-    parser.add_argument("--candidates", type=int, default=16)
-    parser.add_argument("--trials", type=int, default=16)
-    parser.add_argument("--size", type=int, default=32)
-    parser.add_argument("--min-repeat-ms", type=float, default=20.0)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--workers", help="comma-separated worker counts (default 1,2)")
+    parser.add_argument("--candidates", type=int,
+                        help="pre-built candidates timed by `measure` (default 16)")
+    parser.add_argument("--trials", type=int, help="trials of `tune` (default 16)")
+    parser.add_argument("--size", type=int, help="the matmul's M = N = K (default 32)")
+    parser.add_argument("--min-repeat-ms", type=float,
+                        help="shortest timed run of a measurement (default 20)")
+    parser.add_argument("--repeat", type=int, help="timed runs per measurement (default 5)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-local", action="store_true", help="skip the local reference")
+    parser.add_argument("--smoke", action="store_true",
+                        help="SMOKE's settings (1 worker, 2 candidates and trials of an 8^3 "
+                        "matmul, one short run each): checks that the script works (tests), "
+                        "not a figure")
     args = parser.parse_args(argv)
+    for key, value in {**DEFAULTS, **(SMOKE if args.smoke else {})}.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
 
     from xweave.autotune import LocalBuilder, LocalRunner, make_task
     from xweave.autotune.cluster import (

@@ -92,10 +92,11 @@ def _others_cpu_seconds() -> float:
     return busy - sum(os.times()[:2])
 
 
-def interleaved_times(fns, rounds: int, min_seconds: float = 0.05,
-                      quiet: bool = False) -> list[list[float]]:
+def interleaved_times(fns, rounds: int, min_seconds: float = 0.05, quiet: bool = False,
+                      warm_seconds: float = WARM_SECONDS) -> list[list[float]]:
     """Seconds per call of each function, `rounds` samples each, taken in turn (with
-    `quiet`, only rounds the rest of the machine left alone; maybe fewer)."""
+    `quiet`, only rounds the rest of the machine left alone; maybe fewer), each block
+    after `warm_seconds` of calls (a `--smoke` run: 0)."""
     number = 1
     for fn in fns:
         fn()
@@ -110,7 +111,7 @@ def interleaved_times(fns, rounds: int, min_seconds: float = 0.05,
         order = range(len(fns)) if len(samples[0]) % 2 == 0 else reversed(range(len(fns)))
         for i in order:
             fn = fns[i]
-            warm = time.perf_counter() + WARM_SECONDS
+            warm = time.perf_counter() + warm_seconds
             while time.perf_counter() < warm:
                 fn()
             start = time.perf_counter()

@@ -3,6 +3,7 @@
     python bench/concurrency.py                                # both parts
     python bench/concurrency.py --part correctness --calls 1000
     python bench/concurrency.py --part throughput --model resnet18 --rounds 5
+    python bench/concurrency.py --smoke                        # a few calls (tests)
 
 * correctness: `--callers` threads x `--calls` calls each of one loaded module (the
   example CNN), every call on its own input, compared with a single-threaded run of
@@ -59,7 +60,7 @@ def wrong_results(module, inputs, reference, callers: int) -> int:
         return sum(pool.map(part, range(callers)))
 
 
-def correctness(callers: int, calls: int) -> None:
+def correctness(callers: int, calls: int, smoke: bool = False) -> None:
     import onnx
 
     import xweave
@@ -74,7 +75,7 @@ def correctness(callers: int, calls: int) -> None:
         wrong = wrong_results(module, inputs, reference, callers)
         emit({"part": "correctness", "model": "small_cnn", "threads_per_call": threads,
               "callers": callers, "calls": callers * calls, "wrong": wrong,
-              "seconds": time.perf_counter() - start, **machine()})
+              "seconds": time.perf_counter() - start, "smoke": smoke, **machine()})
 
 
 def _throughput(run, callers: int, per_caller: int) -> tuple[float, float]:
@@ -103,7 +104,7 @@ def _throughput(run, callers: int, per_caller: int) -> tuple[float, float]:
     return rate, both / busy if busy else 0.0
 
 
-def throughput(name: str, per_caller: int, rounds: int) -> None:
+def throughput(name: str, per_caller: int, rounds: int, smoke: bool = False) -> None:
     import onnx
     import onnxruntime as ort
 
@@ -111,7 +112,7 @@ def throughput(name: str, per_caller: int, rounds: int) -> None:
     import xweave
     from xweave.runtime.threads import available_cores, set_num_threads
 
-    path = models.model_path(name)
+    path = models.model_file(name, smoke)
     feeds = models.random_inputs(onnx.load(str(path), load_external_data=False))
     module = xweave.build(path)
     for threads in sorted({1, available_cores()}):
@@ -145,24 +146,36 @@ def throughput(name: str, per_caller: int, rounds: int) -> None:
                   "calls_per_s_2_callers": two, "speedup": two / one,
                   "overlap_2_callers": statistics.median(overlaps[runner]),
                   "load_before": os.getloadavg()[0],
-                  "rounds": rounds, "per_caller": per_caller, **machine()})
+                  "rounds": rounds, "per_caller": per_caller, "smoke": smoke, **machine()})
 
 
-def main() -> None:
+SMOKE = {"callers": 2, "calls": 2, "per_caller": 2, "rounds": 1}
+"""The counts of a `--smoke` run (each taken unless given)."""
+DEFAULTS = {"callers": 4, "calls": 1000, "per_caller": 20, "rounds": 5}
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--part", choices=("correctness", "throughput", "both"), default="both")
-    parser.add_argument("--callers", type=int, default=4)
-    parser.add_argument("--calls", type=int, default=1000, help="calls per caller (correctness)")
-    parser.add_argument("--model", default="resnet18")
-    parser.add_argument("--per-caller", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
-    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(var, None)
+    parser.add_argument("--callers", type=int, help="threads calling at once (correctness; "
+                        "default 4)")
+    parser.add_argument("--calls", type=int, help="calls per caller (correctness; default 1000)")
+    parser.add_argument("--model", default="resnet18", help="a model of bench/models.py "
+                        "(throughput)")
+    parser.add_argument("--per-caller", type=int,
+                        help="calls per caller and round (throughput; default 20)")
+    parser.add_argument("--rounds", type=int, help="alternating rounds (throughput; default 5)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="SMOKE's counts and the model scaled down (models.SMALL): checks "
+                        "that the script works (tests), not a figure")
+    args = parser.parse_args(argv)
+    for key, value in {**DEFAULTS, **(SMOKE if args.smoke else {})}.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     if args.part in ("correctness", "both"):
-        correctness(args.callers, args.calls)
+        correctness(args.callers, args.calls, args.smoke)
     if args.part in ("throughput", "both"):
-        throughput(args.model, args.per_caller, args.rounds)
+        throughput(args.model, args.per_caller, args.rounds, args.smoke)
 
 
 if __name__ == "__main__":

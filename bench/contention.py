@@ -3,6 +3,7 @@
     python bench/contention.py                         # the example CNN, 3000 calls a block
     python bench/contention.py --model resnet18 --calls 200
     python bench/contention.py --busy 0                # the quiet machine, for comparison
+    python bench/contention.py --smoke                 # 5 calls a block, one round (tests)
 
 A busy loop (`--busy` processes, each `while True: pass`, not pinned) runs for the
 whole measurement. Calls of one module are timed one by one (`time.perf_counter`
@@ -17,7 +18,6 @@ parallelism under contention).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -27,16 +27,21 @@ from pathlib import Path
 from common import emit, log, machine
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="small_cnn", help="small_cnn or a bench/models.py name")
-    parser.add_argument("--calls", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, help="calls a block (default 3000, 5 with --smoke)")
+    parser.add_argument("--rounds", type=int, help="rounds (default 5, 1 with --smoke)")
     parser.add_argument("--busy", type=int, default=1, help="busy-loop processes")
     parser.add_argument("--threads", type=int, default=0, help="default threads (0: every core)")
-    args = parser.parse_args()
-    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(var, None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="few calls, one round, a bench/models.py model scaled down "
+                        "(models.SMALL): checks that the script works (tests), not a figure")
+    args = parser.parse_args(argv)
+    if args.calls is None:
+        args.calls = 5 if args.smoke else 3000
+    if args.rounds is None:
+        args.rounds = 1 if args.smoke else 5
 
     import numpy as np
 
@@ -51,7 +56,7 @@ def main() -> None:
     else:
         import models
 
-        model = models.build(args.model)
+        model = models.build_small(args.model) if args.smoke else models.build(args.model)
     module = xweave.build(model)
     rng = np.random.default_rng(0)
     feeds = {s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in module.inputs}
@@ -86,10 +91,11 @@ def main() -> None:
     for threads, rows in stats.items():
         summary[threads] = {k: statistics.median(row[k] for row in rows) for k in rows[0]}
         emit({"model": args.model, "threads": threads, "busy": args.busy, "calls": args.calls,
-              "rounds": args.rounds, **summary[threads], **machine()})
+              "rounds": args.rounds, **summary[threads], "smoke": args.smoke, **machine()})
     emit({"model": args.model, "busy": args.busy,
           "p99_ratio": summary[default]["p99_ms"] / summary[1]["p99_ms"],
-          "total_ratio": summary[default]["total_ms"] / summary[1]["total_ms"]})
+          "total_ratio": summary[default]["total_ms"] / summary[1]["total_ms"],
+          "smoke": args.smoke, **machine()})
 
 
 if __name__ == "__main__":

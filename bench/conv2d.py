@@ -6,6 +6,7 @@
     python bench/conv2d.py --threads 2 --interleave 7   # alternating rounds (shared machine)
     python bench/conv2d.py --interleave 5 --targets "llvm;llvm -mprefer-vector-width=256;llvm -mcpu=znver3"
                                           # one build per target, all timed in the same rounds
+    python bench/conv2d.py --smoke        # C2 and D2 scaled down, one short run (tests)
 
 The twelve ResNet-18 layers of the TVM paper's Table 2 (C1-C12) and MobileNet's
 depthwise 3x3 layers (D1-D9). Each layer is one ONNX Conv node with random weights.
@@ -33,6 +34,16 @@ DEPTHWISE = {
     "D7": (14, 512, 512, 3, 1, 1, 512), "D8": (14, 512, 512, 3, 2, 1, 512), "D9": (7, 1024, 1024, 3, 1, 1, 1024),
 }
 LAYERS = {**RESNET18, **DEPTHWISE}
+SMOKE_LAYERS = ("C2", "D2")
+"""The layers a `--smoke` run times by default: one of each kind."""
+
+
+def smoke_layer(spec):
+    """Layer `spec` scaled down for a `--smoke` run: at most 8x8 pixels and 16 channels,
+    its kernel, stride, padding and kind (dense or depthwise) kept."""
+    size, cin, cout, k, stride, pad, groups = spec
+    small_in, small_out = min(cin, 16), min(cout, 16)
+    return (min(size, 8), small_in, small_out, k, stride, pad, small_in if groups > 1 else 1)
 
 
 def conv_model(size, cin, cout, k, stride, pad, groups):
@@ -79,8 +90,8 @@ def blocked_conv_ms(model, x, threads: int, target: str, winograd: bool) -> floa
     return float(np.median(per_run)) / 2 / 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--layers", help="comma-separated names (default: all)")
     parser.add_argument("--interleave", type=int, default=0, metavar="ROUNDS",
@@ -91,7 +102,11 @@ def main() -> None:
                         help="also time each 3x3 stride-1 layer on channel-blocked data (in a "
                         "chain of two) with the winograd stage off and on")
     add_targets_option(parser, "layer")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="each layer scaled down to 8x8 pixels and 16 channels (default "
+                        f"layers: {','.join(SMOKE_LAYERS)}), one timed run each: checks that "
+                        "the script works (tests), not a figure")
+    args = parser.parse_args(argv)
     targets = targets_of(args)
     set_threads(args.threads)
 
@@ -101,11 +116,13 @@ def main() -> None:
     import xweave
     from peak import peak_gflops
 
-    names = args.layers.split(",") if args.layers else list(LAYERS)
-    peak = peak_gflops(args.threads)
+    names = args.layers.split(",") if args.layers else list(SMOKE_LAYERS if args.smoke else LAYERS)
+    peak = peak_gflops(args.threads, smoke=args.smoke)
+    repeat = 1 if args.smoke else 7
     ratios = {(group, target): [] for group in ("resnet", "depthwise") for target in targets}
     for name in names:
-        size, cin, cout, k, stride, pad, groups = LAYERS[name]
+        spec = smoke_layer(LAYERS[name]) if args.smoke else LAYERS[name]
+        size, cin, cout, k, stride, pad, groups = spec
         model = conv_model(size, cin, cout, k, stride, pad, groups)
         options = ort.SessionOptions()
         options.intra_op_num_threads = args.threads
@@ -125,11 +142,12 @@ def main() -> None:
         else:
             module = modules[0]
             xws = [None]
-            t_xws = [float(np.median(module.benchmark({"x": x}, repeat=7, number=max(1, int(0.05 / 1e-3)))))]
-            t_ort = median_time(lambda: session.run(None, {"x": x}))
+            t_xws = [float(np.median(module.benchmark({"x": x}, repeat=repeat,
+                                                      number=max(1, int(0.05 / 1e-3)))))]
+            t_ort = median_time(lambda: session.run(None, {"x": x}), repeat)
         for target, module, xw, t_xw in zip(targets, modules, xws, t_xws):
-            report(args, name, target, module, (size, cin, cout, k, stride, pad, groups), flops,
-                   peak, t_xw, t_ort, xw, orts if args.interleave else None, x, ratios)
+            report(args, name, target, module, spec, flops, peak, t_xw, t_ort, xw,
+                   orts if args.interleave else None, x, ratios)
     for (group, target), values in ratios.items():
         if values:
             emit({"bench": "conv2d_geomean", "group": group, "threads": args.threads,

@@ -4,6 +4,7 @@ traceback), hangs (past the time limit) and clear errors.
 
 ```sh
 .venv/bin/python bench/fuzz.py --ir 1000 --onnx 300 --cli 60 --seed 0
+.venv/bin/python bench/fuzz.py --smoke          # 4 + 4 + 2 cases (tests)
 ```
 
 IR cases are truncations, byte flips and token swaps of the dumps `xweave compile
@@ -473,13 +474,24 @@ def summary(outcomes: list[Outcome]) -> dict:
                                                                       "hang")}}
 
 
-def main() -> None:
+SMOKE = {"ir": 4, "onnx": 4, "cli": 2}
+"""The case counts of a `--smoke` run (each taken unless given)."""
+DEFAULTS = {"ir": 1000, "onnx": 300, "cli": 60}
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ir", type=int, default=1000, help="mutated IR cases")
-    parser.add_argument("--onnx", type=int, default=300, help="malformed ONNX cases")
-    parser.add_argument("--cli", type=int, default=60, help="cases through the executables")
+    parser.add_argument("--ir", type=int, help="mutated IR cases (default 1000)")
+    parser.add_argument("--onnx", type=int, help="malformed ONNX cases (default 300)")
+    parser.add_argument("--cli", type=int, help="cases through the executables (default 60)")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="SMOKE's case counts: checks that the script works (tests), "
+                        "finds little")
+    args = parser.parse_args(argv)
+    for key, value in {**DEFAULTS, **(SMOKE if args.smoke else {})}.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     import warnings
 
     warnings.simplefilter("ignore")

@@ -2,6 +2,7 @@
 
     python bench/large_buffers.py                 # 1x3x4160x4160: a 4.4 GB intermediate
     python bench/large_buffers.py --size 3000     # smaller (past 2 GiB only)
+    python bench/large_buffers.py --smoke         # 16x16: the same checks, nothing large (tests)
 
 conv 3x3 (3 -> 64 channels, pad 1) + relu, then conv 1x1 (64 -> 4): the 64-channel
 intermediate (4 bytes x 64 x size^2: 4.43 GB at 4160) lives in the arena, so its last
@@ -14,7 +15,6 @@ about 6 GB of free memory at the default size.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 from common import emit, log, machine
@@ -59,13 +59,17 @@ def reference_rows(x, weights, r0: int, r1: int):
     return np.einsum("oc,chw->ohw", w2[:, :, 0, 0], hidden)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", type=int, default=4160)
+    parser.add_argument("--size", type=int, help="image height and width (default 4160, 16 "
+                        "with --smoke)")
     parser.add_argument("--rows", type=int, default=4, help="rows checked at each place")
-    args = parser.parse_args()
-    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(var, None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="a 16x16 image: checks that the script works (tests), passes "
+                        "no 4 GiB")
+    args = parser.parse_args(argv)
+    if args.size is None:
+        args.size = 16 if args.smoke else 4160
 
     import numpy as np
 

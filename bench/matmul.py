@@ -4,6 +4,7 @@
     python bench/matmul.py --threads 2
     python bench/matmul.py --threads 1 --interleave 9   # on a shared machine, see below
     python bench/matmul.py --interleave 7 --targets "llvm;llvm -mcpu=znver3"   # one kernel per target
+    python bench/matmul.py --smoke         # SMOKE_SHAPES, one short run each (tests)
 
 numpy runs OpenBLAS's own kernel for this CPU (bench/common.py removes
 OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from this process); each record names it.
@@ -31,10 +32,12 @@ from common import (QUIET_WAIT_SECONDS, add_targets_option, emit, interleaved_ti
 
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1, 512, 1000), (128, 768, 768), (128, 768, 3072)]
+SMOKE_SHAPES = [(32, 32, 32), (1, 32, 40)]
+"""A square matmul and a matrix-vector product, tiny: the shapes of a `--smoke` run."""
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--shapes", help="MxKxN,... (default: all)")
     parser.add_argument("--interleave", type=int, default=0, metavar="ROUNDS",
@@ -42,7 +45,10 @@ def main() -> None:
     parser.add_argument("--quiet", action="store_true",
                         help="with --interleave: keep only rounds the rest of the machine left alone")
     add_targets_option(parser, "kernel")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="SMOKE_SHAPES (unless --shapes), one timed run each: checks that "
+                        "the script works (tests), not a figure")
+    args = parser.parse_args(argv)
     targets = targets_of(args)
     set_threads(args.threads)
 
@@ -51,8 +57,10 @@ def main() -> None:
     from peak import peak_gflops
     from xweave import build_kernel, te
 
-    shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
-    peak = peak_gflops(args.threads)
+    shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")] if args.shapes \
+        else SMOKE_SHAPES if args.smoke else SHAPES
+    peak = peak_gflops(args.threads, smoke=args.smoke)
+    repeat = 1 if args.smoke else 7
     rng = np.random.default_rng(0)
     for m, k_extent, n in shapes:
         A = te.placeholder((m, k_extent), "float32", name="A")
@@ -76,8 +84,8 @@ def main() -> None:
                 continue
             t_np = float(np.median(nps))
         else:
-            xws = [[median_time(lambda: kernels[0](a, b, out=[out]))]]
-            t_np = median_time(lambda: np.matmul(a, b, out=out))
+            xws = [[median_time(lambda: kernels[0](a, b, out=[out]), repeat)]]
+            t_np = median_time(lambda: np.matmul(a, b, out=out), repeat)
         for target, xw in zip(targets, xws):
             emit_record(args, target, (m, k_extent, n), flops, peak, xw, nps if args.interleave else None, t_np)
 

@@ -6,10 +6,11 @@
     python bench/model_e2e.py --layout nchw                  # every conv in NCHW
     python bench/model_e2e.py --no-winograd                  # no Winograd convs
     python bench/model_e2e.py --targets "llvm;llvm -mcpu=znver3" # one build per target, same rounds
+    python bench/model_e2e.py --smoke                        # SMOKE_MODELS scaled down (tests)
 
 One JSON line per (model, threads, fusion setting):
 `{"model", "threads", "fuse", "layout", "xweave_ms", "ort_ms", "ratio", "compile_s", "peak_bytes",
-"max_rel_err"}`. `ratio` is xweave's speed relative to onnxruntime (ort_ms /
+"max_rel_err", "smoke"}`. `ratio` is xweave's speed relative to onnxruntime (ort_ms /
 xweave_ms: above 1, xweave is faster); times are medians over `--rounds` alternating
 rounds (xweave, then onnxruntime) of the median of `--repeat` runs each. With
 `--fuse both`, the fused record also carries `fusion_speedup` (unfused ms / fused ms).
@@ -35,6 +36,8 @@ from common import emit, log, machine, median_time, parse_targets, set_threads
 
 PAUSE_S = 0.02
 """Seconds between timing rounds: libgomp's and onnxruntime's idle threads stop spinning."""
+SMOKE_MODELS = ("resnet18",)
+"""The models a `--smoke` run times by default (scaled down: `models.SMALL`)."""
 
 
 def fuse_supported() -> bool:
@@ -83,14 +86,15 @@ def max_rel_err(got, expected) -> float:
 
 def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repeat: int,
                 layout: str = "nchwc", winograd: bool = True, rounds: int = 7,
-                targets: list[str] | None = None) -> list[dict]:
-    """Time model `name` against onnxruntime; returns the records it emitted."""
+                targets: list[str] | None = None, smoke: bool = False) -> list[dict]:
+    """Time model `name` (with `smoke`, scaled down) against onnxruntime; returns the
+    records it emitted."""
     import onnx
 
     import models
     from xweave.runtime.threads import set_num_threads
 
-    path = models.model_path(name)
+    path = models.model_file(name, smoke)
     feeds = models.random_inputs(onnx.load(str(path), load_external_data=False))
 
     targets = targets or [None]
@@ -141,7 +145,8 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
                 "xweave_ms": round(xw_s * 1e3, 3), "ort_ms": round(ort_s * 1e3, 3),
                 "ratio": round(ort_s / xw_s, 3), "compile_s": round(compile_s, 1),
                 "peak_bytes": module.peak_memory_bytes,
-                "max_rel_err": float(f"{max_rel_err(got, expected):.3g}"), **machine(),
+                "max_rel_err": float(f"{max_rel_err(got, expected):.3g}"), "smoke": smoke,
+                **machine(),
             }
             records.append(record)
         for record in records:
@@ -158,28 +163,39 @@ def bench_model(name: str, threads_list: list[int], fuse_modes: list[bool], repe
     return emitted
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", help="comma-separated names (default: all)")
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     parser.add_argument("--fuse", choices=("on", "off", "both"), default="on",
                         help="operator fusion: on (default), off, or both (the ablation)")
-    parser.add_argument("--repeat", type=int, default=7, help="timed runs per round (a median)")
-    parser.add_argument("--rounds", type=int, default=7,
-                        help="alternating rounds of xweave and onnxruntime (medians over them)")
+    parser.add_argument("--repeat", type=int,
+                        help="timed runs per round (a median; default 7, 1 with --smoke)")
+    parser.add_argument("--rounds", type=int,
+                        help="alternating rounds of xweave and onnxruntime (medians over them; "
+                        "default 7, 1 with --smoke)")
     parser.add_argument("--layout", choices=("nchw", "nchwc"), default="nchwc",
                         help="conv data layout: nchwc (the default build) or nchw (xweave.build(layout=False))")
     parser.add_argument("--no-winograd", action="store_true",
                         help="build without the winograd stage (xweave.build(winograd=False))")
     parser.add_argument("--targets", help="';'-separated targets to build each model for "
                         "(default: XWEAVE_TARGET, else the host), timed in the same rounds")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="the models scaled down (models.SMALL; default: "
+                        f"{','.join(SMOKE_MODELS)}), one round of one run: checks that the "
+                        "script works (tests), not a figure")
+    args = parser.parse_args(argv)
+    if args.repeat is None:
+        args.repeat = 1 if args.smoke else 7
+    if args.rounds is None:
+        args.rounds = 1 if args.smoke else 7
     threads_list = [int(t) for t in args.threads.split(",")]
     set_threads(max(threads_list))
 
     import models
 
-    names = args.models.split(",") if args.models else list(models.MODELS)
+    names = args.models.split(",") if args.models else \
+        list(SMOKE_MODELS if args.smoke else models.MODELS)
     unknown = [n for n in names if n not in models.MODELS]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)} (known: {', '.join(models.MODELS)})")
@@ -192,7 +208,8 @@ def main() -> None:
     log(f"machine: {machine()}")
     for name in names:
         bench_model(name, threads_list, fuse_modes, args.repeat, args.layout, not args.no_winograd,
-                    args.rounds, parse_targets(args.targets) if args.targets else None)
+                    args.rounds, parse_targets(args.targets) if args.targets else None,
+                    smoke=args.smoke)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
     model = build("resnet18")                  # onnx.ModelProto, 1x3x224x224, batch 1
     path = model_path("resnet50")              # cached in bench/models/resnet50.onnx
     small = build("resnet18", image=32, width=8)   # scaled down (tests)
+    path = model_file("resnet50", smoke=True)  # SMALL's resnet50, in a temporary folder
 
 Standard architectures, each a function whose keyword arguments scale it down:
 
@@ -34,7 +35,10 @@ for onnxruntime (see the xdsl-conventions note).
 
 from __future__ import annotations
 
+import atexit
 import math
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -727,6 +731,25 @@ def model_path(name: str) -> Path:
         tmp = path.with_suffix(".tmp")
         onnx.save(build(name), tmp)
         tmp.replace(path)
+    return path
+
+
+_SMOKE_FOLDER: list[Path] = []
+
+
+def model_file(name: str, smoke: bool = False) -> Path:
+    """The .onnx file of model `name`: the full-size one (`model_path`), or with `smoke`
+    the scaled-down one of `SMALL` (what a benchmark's `--smoke` run reads), saved in a
+    temporary folder of this process, removed when it exits."""
+    if not smoke:
+        return model_path(name)
+    if not _SMOKE_FOLDER:
+        folder = Path(tempfile.mkdtemp(prefix="xweave-bench-small-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _SMOKE_FOLDER.append(folder)
+    path = _SMOKE_FOLDER[0] / f"{name}.onnx"
+    if not path.exists():
+        onnx.save(build_small(name), path)
     return path
 
 

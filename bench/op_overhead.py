@@ -2,6 +2,7 @@
 
     python bench/op_overhead.py --threads 1
     python bench/op_overhead.py --threads 2 --ops 1,16,48
+    python bench/op_overhead.py --smoke     # chains of 1 and 2 ops, one run (tests)
 
 Model n is `y = x + c1 + c2 + ... + cn` on a 1x16 tensor, one Add node per step, so
 the work is nothing and the time is the cost of running n ops. Fusion (if the build
@@ -41,12 +42,21 @@ def chain_model(n: int, width: int = 16):
     return model
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--ops", default="1,16,32", help="chain lengths (comma-separated)")
-    parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args()
+    parser.add_argument("--ops", help="chain lengths (comma-separated; default 1,16,32, "
+                        "1,2 with --smoke)")
+    parser.add_argument("--repeat", type=int, help="timed runs per figure (a median; "
+                        "default 7, 1 with --smoke)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="short chains, one run each: checks that the script works "
+                        "(tests), not a figure")
+    args = parser.parse_args(argv)
+    if args.ops is None:
+        args.ops = "1,2" if args.smoke else "1,16,32"
+    if args.repeat is None:
+        args.repeat = 1 if args.smoke else 7
     set_threads(args.threads)
 
     import numpy as np
@@ -80,7 +90,7 @@ def main() -> None:
         ort_s = median_time(lambda: session.run(None, {"x": x}), args.repeat)
         record = {"ops": n, "kernels": kernels, "threads": args.threads,
                   "run_us": round(run_s * 1e6, 2), "call_us": round(call_s * 1e6, 3),
-                  "ort_us": round(ort_s * 1e6, 2)}
+                  "ort_us": round(ort_s * 1e6, 2), **machine()}
         results.append(record)
         emit(record)
         log(f"n={n:4d} kernels={kernels:4d}  run {record['run_us']:8.2f} us  "
@@ -92,7 +102,7 @@ def main() -> None:
             "summary": "per_op", "threads": args.threads,
             "xweave_per_op_us": round((hi["call_us"] - lo["call_us"]) / extra, 3),
             "ort_per_op_us": round((hi["ort_us"] - lo["ort_us"]) / (hi["ops"] - lo["ops"]), 3),
-            "python_call_us": round(lo["run_us"] - lo["call_us"], 2),
+            "python_call_us": round(lo["run_us"] - lo["call_us"], 2), **machine(),
         }
         emit(summary)
         log(f"per op: xweave {summary['xweave_per_op_us']} us, onnxruntime "

@@ -1,6 +1,7 @@
 """Per-call overhead of xweave's parallel loops (libgomp regions called from JIT code).
 
-    python bench/parallel_overhead.py [--repeat 7] [--policies default,spin10k,passive]
+    python bench/parallel_overhead.py [--repeat 7] [--policies default,libgomp,passive]
+    python bench/parallel_overhead.py --smoke    # the default policy, one run (tests)
 
 Prints JSON lines, one object per measurement, and never asserts on time:
 
@@ -125,7 +126,7 @@ def child(policy: str, repeat: int) -> None:
     y = np.empty_like(x)
     one = (y64.ctypes.data,)
     two = (x.ctypes.data, y.ctypes.data)
-    setting = {"policy": policy, "env": POLICIES[policy], "repeat": repeat}
+    setting = {"policy": policy, "env": POLICIES[policy], "repeat": repeat, **common.machine()}
 
     def emit(**row) -> None:
         print(json.dumps({**row, **setting}), flush=True)
@@ -151,12 +152,21 @@ def child(policy: str, repeat: int) -> None:
              cpu_us_in_20ms=round(_idle_cpu_us(empty_par, one, repeat), 1))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--repeat", type=int,
+                        help="runs per figure (a median; default 7, 1 with --smoke)")
+    parser.add_argument("--policies", help="comma-separated wait policies of POLICIES "
+                        "(default: all; default only with --smoke)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one policy, one run per figure: checks that the script works "
+                        "(tests), not a figure")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.repeat is None:
+        args.repeat = 1 if args.smoke else 7
+    if args.policies is None:
+        args.policies = "default" if args.smoke else ",".join(POLICIES)
     if args.child:
         child(args.child, args.repeat)
         return

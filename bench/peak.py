@@ -4,6 +4,7 @@ core. The other benchmarks report their figures as a fraction of the best.
 
     python bench/peak.py     # JSON lines: {"bench": "fma_peak", "threads": 1, "lanes": 16,
                              #              "chains": 16, "gflops": ..., "cpu": ...}
+    python bench/peak.py --smoke   # short loops, one round (tests): not a figure
 
 A loop of independent FMA chains saturates the FMA pipes only with at least pipes x
 latency chains in flight (Zen 3/4: 2 x 4 at 256 bits; Zen 5: 2 full-width pipes at
@@ -15,6 +16,7 @@ peak alike there; Zen 5 and server Intel cores double the flops at 16 lanes.
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import functools
 import os
@@ -25,6 +27,10 @@ from common import emit, machine
 
 CHAINS = (8, 12, 16, 24)
 """Independent FMA chains tried per width (those that fit the registers, with two to spare)."""
+ITERATIONS = 10_000_000
+"""Loop iterations of one timed run (each runs `chains` FMAs of one vector width)."""
+SMOKE_ITERATIONS = 10_000
+"""Loop iterations of a `--smoke` run: the kernels compile and run, the figure means nothing."""
 
 
 @functools.cache
@@ -65,7 +71,7 @@ def _kernel(lanes: int, chains: int):
         total = b.fadd(total, n)
     b.ret(b.extract_element(total, ir.Constant(ir.IntType(32), 0)))
     bits = 32 * lanes
-    compiled = compile_llvm(str(module), f"llvm -mprefer-vector-width={bits}")
+    compiled = compile_llvm(str(module), target=f"llvm -mprefer-vector-width={bits}")
     engine = load_object(compiled.object_bytes, {})
     return engine, engine.get_function("fma_loop", [ctypes.c_int64], ctypes.c_float)
 
@@ -97,7 +103,8 @@ def _once(threads: int, lanes: int, chains: int, iterations: int) -> float:
     return flops / (time.perf_counter() - start) / 1e9
 
 
-def sweep(threads: int, iterations: int = 10_000_000, repeat: int = 5) -> dict[tuple[int, int], float]:
+def sweep(threads: int, iterations: int = ITERATIONS,
+          repeat: int = 5) -> dict[tuple[int, int], float]:
     """Best GFLOP/s of every (lanes, chains) this CPU runs, over `repeat` rounds that
     visit them all in turn (alternating order), so a busy neighbour hits all alike."""
     configs = [(lanes, chains) for lanes in host_lanes() for chains in _chain_counts(lanes)]
@@ -109,22 +116,36 @@ def sweep(threads: int, iterations: int = 10_000_000, repeat: int = 5) -> dict[t
 
 
 def measure(threads: int, lanes: int = 8, chains: int = 12,
-            iterations: int = 10_000_000, repeat: int = 5) -> float:
+            iterations: int = ITERATIONS, repeat: int = 5) -> float:
     """Best GFLOP/s of `threads` concurrent FMA loops of one width and chain count."""
     return max(_once(threads, lanes, chains, iterations) for _ in range(repeat))
 
 
 @functools.cache
-def peak_gflops(threads: int) -> float:
-    """The best GFLOP/s of any width (what fractions of peak are relative to)."""
+def peak_gflops(threads: int, smoke: bool = False) -> float:
+    """The best GFLOP/s of any width (what fractions of peak are relative to); with
+    `smoke`, from short loops in one round (a benchmark's `--smoke` run: no figure)."""
+    if smoke:
+        return max(sweep(threads, iterations=SMOKE_ITERATIONS, repeat=1).values())
     return max(sweep(threads, repeat=3).values())
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"{SMOKE_ITERATIONS} iterations per run and one round instead of "
+                        f"{ITERATIONS} and 5: checks that the kernels build and run (tests), "
+                        "not a figure")
+    args = parser.parse_args(argv)
+    iterations, repeat = (SMOKE_ITERATIONS, 1) if args.smoke else (ITERATIONS, 5)
     for threads in sorted({1, os.cpu_count() or 1}):
-        results = sweep(threads)
+        results = sweep(threads, iterations, repeat)
         for lanes in host_lanes():
             runs = {chains: round(g, 1) for (n, chains), g in results.items() if n == lanes}
             best = max(runs, key=runs.__getitem__)
             emit({"bench": "fma_peak", "threads": threads, "lanes": lanes, "chains": best,
                   "gflops": runs[best], "sweep": runs, **machine()})
+
+
+if __name__ == "__main__":
+    main()

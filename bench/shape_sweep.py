@@ -4,6 +4,7 @@ and beside numpy (matmul) or onnxruntime (conv), all in the same alternating rou
     python bench/shape_sweep.py                      # matmuls and convs, 1 thread
     python bench/shape_sweep.py --part matmul --rounds 5
     python bench/shape_sweep.py --part conv --channels 58,116 --sizes 28
+    python bench/shape_sweep.py --smoke              # one tiny shape of each part (tests)
 
 Matmul: M x 768 x 768 (C = A @ B, B a constant of the kernel's arguments) for M in
 MATMUL_M (primes such as 13, 97, 197 among them), each with the nearest multiple of 16.
@@ -24,12 +25,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from common import emit, interleaved_times, log, machine, set_threads
+from common import WARM_SECONDS, emit, interleaved_times, log, machine, set_threads
 
 MATMUL_M = (1, 7, 13, 31, 48, 97, 127, 197, 257, 383, 509, 512)
 MATMUL_KN = 768
 CONV_CHANNELS = (3, 24, 40, 58, 96, 116, 232, 1000)
 CONV_SIZES = (56, 14)
+SMOKE = {"m": (7,), "kn": 32, "channels": (3,), "sizes": (8,), "kernels": (1,)}
+"""A `--smoke` run's shapes: a 7x32x32 matmul and a 1x1 3-channel conv on 8x8, each
+beside its multiple-of-16 neighbour."""
 
 
 def nearest16(n: int) -> int:
@@ -47,11 +51,12 @@ def matmul_kernel(m: int, k: int, n: int):
     return build_kernel("matmul", [a, b], [c], schedule="default")
 
 
-def sweep_matmul(ms, rounds: int) -> None:
+def sweep_matmul(ms, rounds: int, kn: int = MATMUL_KN,
+                 warm_seconds: float = WARM_SECONDS) -> None:
     import numpy as np
 
     rng = np.random.default_rng(0)
-    k = n = MATMUL_KN
+    k = n = kn
     for m in ms:
         shapes = [m] if nearest16(m) == m else [m, nearest16(m)]
         fns, gflop = [], []
@@ -64,7 +69,7 @@ def sweep_matmul(ms, rounds: int) -> None:
             fns += [lambda kn=kernel, a=a, b=b, o=out: kn(a, b, out=[o]),
                     lambda a=a, b=b, o=out: np.matmul(a, b, out=o)]
             gflop.append(2.0 * mm * k * n / 1e9)
-        times = interleaved_times(fns, rounds)
+        times = interleaved_times(fns, rounds, warm_seconds=warm_seconds)
         _report("matmul", f"{m}x{k}x{n}", f"{shapes[-1]}x{k}x{n}", gflop, times, "numpy")
 
 
@@ -84,7 +89,8 @@ def conv_model(size: int, channels: int, k: int):
     return model
 
 
-def sweep_conv(channels, sizes, kernels, rounds: int, threads: int) -> None:
+def sweep_conv(channels, sizes, kernels, rounds: int, threads: int,
+               warm_seconds: float = WARM_SECONDS) -> None:
     import numpy as np
     import onnxruntime as ort
 
@@ -111,7 +117,7 @@ def sweep_conv(channels, sizes, kernels, rounds: int, threads: int) -> None:
                     fns += [lambda m=module, x=x: m.run(x=x),
                             lambda s=session, x=x: s.run(None, {"x": x})]
                     gflop.append(2.0 * cc * cc * k * k * size * size / 1e9)
-                times = interleaved_times(fns, rounds)
+                times = interleaved_times(fns, rounds, warm_seconds=warm_seconds)
                 _report(f"conv{k}x{k}", f"{size}x{size} {c}->{c}",
                         f"{size}x{size} {shapes[-1]}->{shapes[-1]}", gflop, times, "onnxruntime")
 
@@ -138,24 +144,32 @@ def _report(kind: str, shape: str, neighbour: str, gflop, times, reference: str)
            if len(gflop) > 1 else ""))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--part", choices=("all", "matmul", "conv"), default="all")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, help="alternating rounds (default 5, 1 with --smoke)")
     parser.add_argument("--m", help="comma-separated matmul row counts (default: MATMUL_M)")
     parser.add_argument("--channels", help="comma-separated conv channels (default: CONV_CHANNELS)")
     parser.add_argument("--sizes", help="comma-separated conv image sizes (default: CONV_SIZES)")
-    parser.add_argument("--kernels", default="1,3", help="conv kernel sizes (default: 1,3)")
-    args = parser.parse_args()
+    parser.add_argument("--kernels", help="conv kernel sizes (default: 1,3)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the shapes of SMOKE (unless given), one round without warm-up: "
+                        "checks that the script works (tests), not a figure")
+    args = parser.parse_args(argv)
     set_threads(args.threads)
     log(f"machine: {machine()}")
     ints = lambda text, default: [int(v) for v in text.split(",")] if text else list(default)  # noqa: E731
+    rounds = args.rounds or (1 if args.smoke else 5)
+    warm = 0.0 if args.smoke else WARM_SECONDS
+    smoke = SMOKE if args.smoke else {}
     if args.part in ("all", "matmul"):
-        sweep_matmul(ints(args.m, MATMUL_M), args.rounds)
+        sweep_matmul(ints(args.m, smoke.get("m", MATMUL_M)), rounds,
+                     smoke.get("kn", MATMUL_KN), warm)
     if args.part in ("all", "conv"):
-        sweep_conv(ints(args.channels, CONV_CHANNELS), ints(args.sizes, CONV_SIZES),
-                   ints(args.kernels, ()), args.rounds, args.threads)
+        sweep_conv(ints(args.channels, smoke.get("channels", CONV_CHANNELS)),
+                   ints(args.sizes, smoke.get("sizes", CONV_SIZES)),
+                   ints(args.kernels, smoke.get("kernels", (1, 3))), rounds, args.threads, warm)
 
 
 if __name__ == "__main__":

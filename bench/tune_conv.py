@@ -2,6 +2,7 @@
 
     python bench/tune_conv.py --trials 200 --seeds 0,1,2 --threads 1
     python bench/tune_conv.py --layers C2,C5 --trials 16 --seeds 0     # a quick check
+    python bench/tune_conv.py --smoke     # C5 scaled down, 1 trial per tuner (tests)
 
 Each layer is one ONNX Conv node (`conv2d.conv_model`); its kernel is the tuning task
 (`autotune.kernel_tasks.extract_tasks`). Every (layer, tuner, seed) appends to its own
@@ -25,9 +26,10 @@ import math
 import os
 import statistics
 import sys
+import tempfile
 
 from common import emit, log, machine, median_time, set_threads
-from conv2d import RESNET18, conv_model
+from conv2d import RESNET18, conv_model, smoke_layer
 
 
 def first_reaching(curve: list[float], target: float) -> int | None:
@@ -79,8 +81,9 @@ def remeasure(task, runs: dict, default_point, time_onnxruntime, builder, runner
     return bests, statistics.median(samples[default_point]), statistics.median(ort)
 
 
-def onnxruntime_timer(model, cin: int, size: int, threads: int):
-    """A function timing one onnxruntime session of `model` (median seconds per run)."""
+def onnxruntime_timer(model, cin: int, size: int, threads: int, repeat: int = 7):
+    """A function timing one onnxruntime session of `model` (median seconds per run of
+    `repeat`)."""
     import numpy as np
     import onnxruntime as ort
 
@@ -89,24 +92,44 @@ def onnxruntime_timer(model, cin: int, size: int, threads: int):
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(model.SerializeToString(), options)
     x = np.random.default_rng(1).standard_normal((1, cin, size, size), dtype=np.float32)
-    return lambda: median_time(lambda: session.run(None, {"x": x}))
+    return lambda: median_time(lambda: session.run(None, {"x": x}), repeat)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--layers", default=",".join(RESNET18), help="e.g. C1,C2 (default: all)")
+    parser.add_argument("--layers", help="e.g. C1,C2 (default: all; C5 with --smoke)")
     parser.add_argument("--tuners", default="lgbm,ga,random")
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--trials", type=int, default=200, help="trial budget per layer and run")
+    parser.add_argument("--seeds", help="comma-separated seeds, one run each (default 0,1,2; "
+                        "0 with --smoke)")
+    parser.add_argument("--trials", type=int,
+                        help="trial budget per layer and run (default 200, 1 with --smoke)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--builders", type=int, default=None,
                         help="build processes (default: one per core)")
-    parser.add_argument("--out-dir", default="bench/out/tune_conv")
-    parser.add_argument("--remeasure", type=int, default=3,
+    parser.add_argument("--out-dir", help="where the records files and curves.png go, and "
+                        "runs resume from (default: bench/out/tune_conv; with --smoke, a "
+                        "temporary folder)")
+    parser.add_argument("--remeasure", type=int,
                         help="rounds re-timing every run's best point with the default and "
                              "onnxruntime; the 95%% mark and the ratios come from those "
-                             "medians (0: from the timings found while tuning)")
-    args = parser.parse_args()
+                             "medians (0: from the timings found while tuning; default 3, "
+                             "1 with --smoke)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the layers scaled down (conv2d.smoke_layer), seed 0, 1 trial "
+                        "timing one run, 1 remeasuring round: checks that the script works "
+                        "(tests), not a figure")
+    args = parser.parse_args(argv)
+    args.layers = args.layers or ("C5" if args.smoke else ",".join(RESNET18))
+    args.seeds = args.seeds or ("0" if args.smoke else "0,1,2")
+    if args.trials is None:
+        args.trials = 1 if args.smoke else 200
+    if args.remeasure is None:
+        args.remeasure = 1 if args.smoke else 3
+    scratch = None
+    if args.out_dir is None:
+        if args.smoke:  # not bench/out: a smoke run must not resume from a real run's records
+            scratch = tempfile.TemporaryDirectory(prefix="xweave-tune-conv-smoke-")
+        args.out_dir = scratch.name if scratch else "bench/out/tune_conv"
     set_threads(args.threads)
 
     from xweave.autotune import LocalBuilder, LocalRunner, measure_points, plot_curves, tune
@@ -118,18 +141,20 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     os.makedirs(args.out_dir, exist_ok=True)
     builder = LocalBuilder(n_parallel=args.builders, timeout=60)
-    runner = LocalRunner(timeout=60)
+    runner = LocalRunner(timeout=60, **({"repeat": 1, "min_repeat_ms": 1.0} if args.smoke else {}))
     ratios, paths, met = [], [], []
     per_trial = {"build": [], "measure": [], "tuner": [], "total": []}
     try:
         for name in layers:
-            size, cin, cout, k, stride, pad, groups = RESNET18[name]
+            spec = smoke_layer(RESNET18[name]) if args.smoke else RESNET18[name]
+            size, cin, cout, k, stride, pad, groups = spec
             model = conv_model(size, cin, cout, k, stride, pad, groups)
             # The direct conv (the paper's tasks), also where a build would use Winograd.
             task = max((t for t in extract_tasks(model, options=CompileOptions(winograd=False)) if t.is_reduction),
                        key=lambda t: t.flops)
             (default,) = measure_points(task, [task.default_point()], builder, runner)
-            time_onnxruntime = onnxruntime_timer(model, cin, size, args.threads)
+            time_onnxruntime = onnxruntime_timer(model, cin, size, args.threads,
+                                                 1 if args.smoke else 7)
             ort_gflops = task.flops / time_onnxruntime() / 1e9
             default_gflops = default.gflops
             runs = {}

@@ -12,6 +12,7 @@ plot: utilization-weighted attained GOPS vs arithmetic intensity (MACs per DRAM 
 with the compute peak and the DRAM-bandwidth roof of the default config.
 
     python bench/vta_layers.py [--layers C2,C6] [--threads 1,2,4] [--plot vta_roofline.png]
+    python bench/vta_layers.py --smoke    # C2 and C5 scaled down (tests)
 
 Prints one JSON line per (layer, threads).
 """
@@ -23,7 +24,7 @@ import json
 import sys
 import time
 
-import common  # noqa: F401  (before numpy: removes the OpenBLAS overrides)
+import common  # before numpy: removes the OpenBLAS overrides
 import numpy as np
 
 from xweave.accel.vta.config import DEFAULT
@@ -36,10 +37,20 @@ LAYERS = {
     "C8": (28, 128, 256, 1, 2), "C9": (14, 256, 256, 3, 1), "C10": (14, 256, 512, 3, 2),
     "C11": (14, 256, 512, 1, 2), "C12": (7, 512, 512, 3, 1),
 }  # fmt: skip
+SMOKE_LAYERS = ("C2", "C5")
+"""The layers a `--smoke` run simulates by default: a 3x3 and a strided 1x1."""
 
 
-def run_layer(name: str, threads: list[int], seed: int = 0) -> list[dict]:
-    hw, ic, oc, k, s = LAYERS[name]
+def smoke_layer(spec):
+    """Layer `spec` scaled down for a `--smoke` run: at most 8x8 pixels, 16 input and 32
+    output channels (two GEMM blocks: a 3x3 layer still splits into 2 virtual threads),
+    its kernel and stride kept."""
+    hw, ic, oc, k, s = spec
+    return (min(hw, 8), min(ic, 16), min(oc, 32), k, s)
+
+
+def run_layer(name: str, threads: list[int], seed: int = 0, smoke: bool = False) -> list[dict]:
+    hw, ic, oc, k, s = smoke_layer(LAYERS[name]) if smoke else LAYERS[name]
     pad = k // 2
     rng = np.random.default_rng(seed)
     data = rng.integers(-128, 128, (1, ic, hw, hw)).astype(np.int8)
@@ -73,6 +84,7 @@ def run_layer(name: str, threads: list[int], seed: int = 0) -> list[dict]:
             "of_ceiling": round(rep.compute_utilization * rep.busy_cycles["compute"] / rep.gemm_counter, 4),
             "bit_exact": bool(np.array_equal(out, ref)),
             "busy": rep.busy_cycles, "sim_wall_s": round(wall, 2), "numpy_ref_s": round(numpy_s, 3),
+            **common.machine(),
         })
         print(json.dumps(rows[-1]), flush=True)
     return rows
@@ -111,14 +123,19 @@ def plot(rows: list[dict], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--layers", default=",".join(LAYERS))
-    p.add_argument("--threads", default="1,2,4")
+    p.add_argument("--layers", help="comma-separated names (default: all; "
+                   f"{','.join(SMOKE_LAYERS)} with --smoke)")
+    p.add_argument("--threads", default="1,2,4", help="virtual thread counts")
     p.add_argument("--plot", default=None, help="write a roofline-style PNG here")
+    p.add_argument("--smoke", action="store_true",
+                   help="the layers scaled down to 8x8 pixels and 16 channels: checks that "
+                   "the script works (tests), not a figure")
     a = p.parse_args(argv)
     threads = [int(t) for t in a.threads.split(",")]
+    layers = a.layers.split(",") if a.layers else list(SMOKE_LAYERS if a.smoke else LAYERS)
     rows = []
-    for name in a.layers.split(","):
-        rows.extend(run_layer(name, threads))
+    for name in layers:
+        rows.extend(run_layer(name, threads, smoke=a.smoke))
     if a.plot:
         plot(rows, a.plot)
         print(json.dumps({"plot": a.plot}))
