@@ -14,6 +14,7 @@ from xweave import cache as compile_cache
 from xweave.errors import XweaveError
 from xweave.log import NOTE
 from xweave.options import DUMP_ELIDE_LARGER_THAN, CompileOptions, schedule_mode
+from xweave.records import check_records_file
 from xweave.runtime.hetero import CpuStep, HeteroModule
 from xweave.runtime.module import CompiledModule
 from xweave.runtime.threads import check_num_threads, set_num_threads
@@ -101,9 +102,7 @@ def build(
         if schedule != "default":
             raise XweaveError(f"tuning records and schedule mode '{schedule}' both choose "
                               "the schedules: give one of them")
-        if not Path(tuning_records).is_file():  # (read in full on a cache miss)
-            why = "not a file" if Path(tuning_records).exists() else "no such file"
-            raise XweaveError(f"tuning records {tuning_records}: {why}")
+        check_records_file(tuning_records)  # (read in full on a cache miss)
     if schedule != "default" and choose_schedules is None:
         raise XweaveError(f"schedule mode '{schedule}' needs the tuner: build with "
                           "xweave.build, which brings it")

@@ -42,6 +42,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from xweave.errors import XweaveError
 from xweave.target import CPUS, TargetError, _host_cpu, as_target
 
 RECORD_VERSION = 1
@@ -53,6 +54,20 @@ to replace it."""
 
 class RecordWarning(UserWarning):
     """A line of a records file was skipped."""
+
+
+class TuningRecordsError(XweaveError):
+    """A tuning-records file that cannot be used (missing, unreadable, no records)."""
+
+
+def check_records_file(path: str | os.PathLike) -> Path:
+    """`path`, if it names a file; else a `TuningRecordsError` saying what it is."""
+    p = Path(path)
+    if not p.exists():
+        raise TuningRecordsError(f"tuning records {path}: no such file")
+    if not p.is_file():
+        raise TuningRecordsError(f"tuning records {path}: not a file")
+    return p
 
 
 @functools.cache

@@ -29,9 +29,10 @@ from pathlib import Path
 from xdsl.dialects import func
 from xdsl.utils.exceptions import ArgSpecParseError
 
-from xweave.errors import XweaveError
 from xweave.records import (
     MIN_GAIN,
+    TuningRecordsError,
+    check_records_file,
     RecordWarning,
     best_per_workload,
     load_model_checks,
@@ -41,10 +42,6 @@ from xweave.records import (
     target_info,
 )
 from xweave.schedules.workload import kernel_key, retarget, split_pipeline
-
-
-class TuningRecordsError(XweaveError):
-    """A tuning-records file that cannot be used (missing, unreadable, no records)."""
 
 
 class TunedSchedules:
@@ -78,11 +75,7 @@ class TunedSchedules:
         """Read a records file (see `records.load_records`) for builds for `target` (a
         `Target` or its text; default: the default target); raise `TuningRecordsError`
         when it is missing, is a directory, or holds no tuning record at all."""
-        p = Path(path)
-        if not p.exists():
-            raise TuningRecordsError(f"tuning records {path}: no such file")
-        if not p.is_file():
-            raise TuningRecordsError(f"tuning records {path}: not a file")
+        p = check_records_file(path)
         try:
             records, skipped = read_records(p)
         except OSError as e:
