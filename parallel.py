@@ -13,11 +13,14 @@ as the serial one: the tests compare the two byte for byte.
 
 Forking needs no start-up and shares the compiler's memory copy-on-write; where a
 platform cannot fork, or one core (`XWEAVE_COMPILE_JOBS=1`) or one kernel is all there
-is, or other Python threads run (`workers`), the work is done here, one after the other.
+is, the work is done here, one after the other. Other Python threads may run while the
+workers fork: LLVM's lock is held across the fork, so that none of them is inside LLVM
+then (the workers translate and optimize LLVM modules).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import multiprocessing.connection
@@ -27,7 +30,7 @@ import sys
 import threading
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from xdsl.ir import Operation
@@ -71,11 +74,21 @@ def _can_fork() -> bool:
 def workers(count: int, jobs: int | None = None) -> int:
     """How many forked workers `map_forked` would use for `count` items (1: none, the
     work is done in this process: also in a daemon process, which may have no
-    children, and in a process running other Python threads, one of which might hold
-    a lock the workers need when it forks, such as llvmlite's)."""
+    children)."""
     jobs = min(compile_jobs() if jobs is None else jobs, count)
-    alone = threading.active_count() == 1 and not multiprocessing.current_process().daemon
-    return jobs if jobs > 1 and alone and _can_fork() else 1
+    daemon = multiprocessing.current_process().daemon
+    return jobs if jobs > 1 and not daemon and _can_fork() else 1
+
+
+@contextlib.contextmanager
+def _llvm_held() -> Iterator[None]:
+    """Hold llvmlite's lock (every call into LLVM takes it): a worker forked meanwhile
+    cannot inherit LLVM halfway through a call made by another thread."""
+    from llvmlite.binding import ffi  # (only a build that forks needs LLVM loaded here)
+
+    lock = getattr(ffi.lib, "_lock", None)
+    with lock if lock is not None else contextlib.nullcontext():
+        yield
 
 
 def map_forked(count: int, work: Callable[[int], Value], jobs: int | None = None,
@@ -93,7 +106,7 @@ def map_forked(count: int, work: Callable[[int], Value], jobs: int | None = None
     pipes, processes = [], []
     gc.freeze()  # the children's collector leaves the inherited objects (and pages) alone
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _llvm_held():
             # A parent with threads (libgomp's, after running a model) is warned about
             # on 3.12+: the workers run Python only, never the code those threads run.
             warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)

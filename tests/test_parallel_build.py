@@ -2,6 +2,7 @@
 build, and a failure in a worker reported as it is in this process."""
 
 import os
+import threading
 
 import pytest
 from helpers import load_bench
@@ -9,7 +10,7 @@ from helpers import load_bench
 import xweave
 import xweave.schedules as schedules
 from xweave.errors import InternalCompilerError
-from xweave.parallel import JOBS_ENV, compile_jobs
+from xweave.parallel import JOBS_ENV, compile_jobs, map_forked, workers
 
 models = load_bench("models")
 SMALL_RESNET = dict(image=32, width=8, classes=10, blocks=(1, 1))
@@ -49,12 +50,28 @@ def test_an_error_in_a_worker_is_raised_here(model, monkeypatch):
 
 
 def test_a_worker_that_dies_is_an_internal_error(model, monkeypatch):
+    test_process = os.getpid()
+
     def dying(module, steps, *, skip_illegal, kernel=""):
+        assert os.getpid() != test_process, "the kernels were scheduled in this process"
         os._exit(7)
 
     monkeypatch.setattr(schedules, "apply_steps", dying)
     with pytest.raises(InternalCompilerError, match="a compile worker ended with exit code 7"):
         _build(model, 2, monkeypatch)
+
+
+def test_other_threads_do_not_stop_the_workers():
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)  # (as a client library's)
+    other.start()
+    try:
+        assert workers(8, jobs=2) == 2
+        assert map_forked(3, lambda i: (i, os.getpid()), jobs=2)[2][0] == 2
+        assert {pid for _, pid in map_forked(4, lambda i: (i, os.getpid()), jobs=2)} \
+            .isdisjoint({os.getpid()})
+    finally:
+        stop.set()
 
 
 def test_compile_jobs(monkeypatch):
