@@ -14,7 +14,15 @@ from xweave.context import parse_module
 from xweave.errors import XweaveError
 from xweave.frontend.onnx import load_onnx
 from xweave.options import CompileOptions
-from xweave.pipeline import INPUT, compile_model, lower, stage_names, stage_of, start_in
+from xweave.pipeline import (
+    INPUT,
+    compile_model,
+    fewer_collections,
+    lower,
+    stage_names,
+    stage_of,
+    start_in,
+)
 from xweave.runtime.hetero import HeteroModule
 from xweave.runtime.module import CompiledModule
 from xweave.schedules.tuned import tuned_schedules
@@ -65,6 +73,7 @@ def lower_model(module_or_path, options: CompileOptions, until: str,
     return lower(module, options, start=start, until=until, verify_each=verify_each)
 
 
+@fewer_collections()
 def compile_fresh(module_or_path, options: CompileOptions,
                   input_shapes: dict[str, tuple[int, ...]] | None, dump_ir: Path | None,
                   elide_larger_than: int, verify_each: bool | None,

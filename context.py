@@ -1,5 +1,6 @@
 """The xDSL context that knows every dialect xweave reads and writes."""
 
+import functools
 import io
 from collections.abc import Callable
 
@@ -57,11 +58,18 @@ def all_dialects() -> dict[str, Callable[[], Dialect]]:
     return found
 
 
+@functools.cache
+def _upstream_dialects() -> dict[str, Callable[[], Dialect]]:
+    # (found through the installed packages' entry points: reading their metadata
+    # cost more than the rest of a small kernel's schedule)
+    return dict(Universe.get_multiverse().all_dialects)
+
+
 def make_context() -> Context:
     """A context with xDSL's upstream dialects (builtin, arith, func, llvm, ...), xweave's
     and the accelerators'."""
     ctx = Context()
-    for name, factory in Universe.get_multiverse().all_dialects.items():
+    for name, factory in _upstream_dialects().items():
         ctx.register_dialect(name, factory)
     for name, factory in all_dialects().items():
         ctx.register_dialect(name, factory)

@@ -25,12 +25,14 @@ segments, which are compiled through `cpu_stages` like any model.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shlex
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -288,10 +290,31 @@ def start_in(options: CompileOptions, stage: str) -> str:
     return max((n for n in names if _ORDER.index(n) < _ORDER.index(stage)), key=_ORDER.index)
 
 
+GC_YOUNG_THRESHOLD = 50_000
+"""While compiling, Python's collector looks at new objects once this many have been
+allocated (its default, 700, is for programs that keep few objects: a compiler
+allocates millions of IR objects and keeps most, and the collector's sweeps took a
+tenth of a build)."""
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the code inside (or the decorated function) with the cyclic garbage
+    collector's thresholds raised to `GC_YOUNG_THRESHOLD` (never lowered), then put
+    them back."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], GC_YOUNG_THRESHOLD), max(old[1], 20), max(old[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 VERIFY_EACH_ENV = "XWEAVE_VERIFY_EACH"
 """Set to 1, builds verify the IR after every pass (the tests do)."""
 
 
+@fewer_collections()
 def lower(
     module: ModuleOp,
     options: CompileOptions | None = None,
@@ -451,6 +474,7 @@ def compile_model(module: ModuleOp, options: CompileOptions | None = None,
     return loaded
 
 
+@fewer_collections()
 def compile_lowered(module: ModuleOp, params: dict[str, np.ndarray],
                     signature: tuple[list[TensorSpec], list[TensorSpec]]) -> CompiledModule:
     """An llvm-dialect model (`lower`ed; `params`: the weights its last loop stage
@@ -514,6 +538,7 @@ class CompiledKernel:
     arena_bytes: int
 
 
+@fewer_collections()
 def compile_kernel(module: ModuleOp, name: str, plan_memory: bool = True) -> CompiledKernel:
     """Compile the scheduled loop kernel `name` of `module` (rewritten in place) for the
     module's target: its top-level temporaries planned into one arena (`plan-memory`;

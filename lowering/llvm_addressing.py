@@ -36,8 +36,11 @@ from xweave.lowering.llvm_builder import (
     NSW,
     FunctionBuilder,
     LoweringError,
+    add_op,
     byte_size,
     convert_type,
+    gep_op,
+    mul_op,
     row_major_strides,
     unsupported,
 )
@@ -129,11 +132,9 @@ class AddressBuilder(FunctionBuilder):
             if offset == 0:
                 return ptr
             if -(2**31) <= offset < 2**31:
-                return self.emit1(llvm.GEPOp(ptr, [offset], element, inbounds=True))
+                return self.emit1(gep_op(ptr, (offset,), element))
             offset = self.const(offset)
-        return self.emit1(
-            llvm.GEPOp(ptr, [llvm.GEP_USE_SSA_VAL], element, [offset], inbounds=True)
-        )
+        return self.emit1(gep_op(ptr, (llvm.GEP_USE_SSA_VAL,), element, (offset,)))
 
     def _linearize(
         self,
@@ -166,22 +167,22 @@ class AddressBuilder(FunctionBuilder):
                 a = self._emit_expr(lhs, operands, num_dims)
                 b = self._emit_expr(rhs, operands, num_dims)
                 if kind == AffineBinaryOpKind.Add:
-                    return self.emit1(llvm.AddOp(a, b, overflow=NSW))
+                    return self.emit1(add_op(a, b, NSW))
                 if kind == AffineBinaryOpKind.Mul:
-                    return self.emit1(llvm.MulOp(a, b, overflow=NSW))
+                    return self.emit1(mul_op(a, b, NSW))
                 # mod, floordiv, ceildiv: the divisor is a positive constant in affine maps
                 q = self.emit1(llvm.SDivOp(a, b))
                 r = self.emit1(llvm.SRemOp(a, b))
                 negative = self.emit1(llvm.ICmpOp(r, self.const(0), _SLT))
                 if kind == AffineBinaryOpKind.Mod:
-                    return self.emit1(llvm.SelectOp(negative, self.emit1(llvm.AddOp(r, b)), r))
+                    return self.emit1(llvm.SelectOp(negative, self.emit1(add_op(r, b)), r))
                 if kind == AffineBinaryOpKind.FloorDiv:
                     one = self.emit1(llvm.ZExtOp(negative, i64))
                     return self.emit1(llvm.SubOp(q, one))
                 positive = self.emit1(
                     llvm.ICmpOp(self.const(0), r, _SLT)
                 )
-                return self.emit1(llvm.AddOp(q, self.emit1(llvm.ZExtOp(positive, i64))))
+                return self.emit1(add_op(q, self.emit1(llvm.ZExtOp(positive, i64))))
         raise LoweringError(f"convert-loop-to-llvm: unexpected affine expression {expr}")
 
     def emit_linear(self, terms: dict[SSAValue, int], const: int) -> SSAValue | int:
@@ -192,12 +193,12 @@ class AddressBuilder(FunctionBuilder):
                 continue
             term = value
             if coeff != 1:
-                term = self.emit1(llvm.MulOp(value, self.const(coeff), overflow=NSW))
-            total = term if total is None else self.emit1(llvm.AddOp(total, term, overflow=NSW))
+                term = self.emit1(mul_op(value, self.const(coeff), NSW))
+            total = term if total is None else self.emit1(add_op(total, term, NSW))
         if total is None:
             return const
         if const:
-            total = self.emit1(llvm.AddOp(total, self.const(const), overflow=NSW))
+            total = self.emit1(add_op(total, self.const(const), NSW))
         return total
 
 

@@ -11,12 +11,14 @@ source values to lowered values, and a prologue for the entry block (constants a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
@@ -24,8 +26,10 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     Signedness,
+    UnitAttr,
     VectorType,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -41,6 +45,61 @@ CONTRACT = llvm.FastMathAttr([FastMathFlag.ALLOW_CONTRACT])
 NSW = IntegerAttr(llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP]).to_int(), 32)
 """The `nsw` flag of index arithmetic, as the integer attribute the ops hold (given an
 `OverflowAttr`, an op converts it anew each time)."""
+
+
+# --- the ops most of a module is made of, built directly ---------------------------------
+# `Op.create` with the properties xDSL's constructors give (in their order) makes the
+# same op without their generic argument handling, and shares the attributes (they
+# are immutable): constructing them was most of the lowering's time.
+
+_NO_FLAGS = IntegerAttr(0, 32)
+_NOT_ATOMIC = IntegerAttr(0, i64)
+_UNIT = UnitAttr()
+
+
+@functools.cache
+def _i64_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+@functools.cache
+def _raw_indices(indices: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, indices)
+
+
+def add_op(lhs: SSAValue, rhs: SSAValue, overflow: IntegerAttr = _NO_FLAGS) -> llvm.AddOp:
+    """`llvm.AddOp(lhs, rhs, overflow=overflow)` (`overflow`: e.g. `NSW`)."""
+    return llvm.AddOp.create(operands=(lhs, rhs), result_types=(lhs.type,),
+                             properties={"overflowFlags": overflow})
+
+
+def mul_op(lhs: SSAValue, rhs: SSAValue, overflow: IntegerAttr = _NO_FLAGS) -> llvm.MulOp:
+    """`llvm.MulOp(lhs, rhs, overflow=overflow)`."""
+    return llvm.MulOp.create(operands=(lhs, rhs), result_types=(lhs.type,),
+                             properties={"overflowFlags": overflow})
+
+
+def gep_op(ptr: SSAValue, indices: Sequence[int], element: Attribute,
+           ssa_indices: Sequence[SSAValue] = ()) -> llvm.GEPOp:
+    """`llvm.GEPOp(ptr, indices, element, ssa_indices, inbounds=True)`."""
+    return llvm.GEPOp.create(
+        operands=(ptr, *ssa_indices), result_types=(PTR,),
+        properties={"rawConstantIndices": _raw_indices(tuple(indices)),
+                    "elem_type": element, "noWrapFlags": _NO_FLAGS, "inbounds": _UNIT})
+
+
+def load_op(ptr: SSAValue, result_type: Attribute, alignment: int) -> llvm.LoadOp:
+    """`llvm.LoadOp(ptr, result_type, alignment=alignment)`."""
+    return llvm.LoadOp.create(operands=(ptr,), result_types=(result_type,),
+                              properties={"ordering": _NOT_ATOMIC,
+                                          "alignment": _i64_attr(alignment)})
+
+
+def store_op(value: SSAValue, ptr: SSAValue, alignment: int) -> llvm.StoreOp:
+    """`llvm.StoreOp(value, ptr, alignment=alignment)`."""
+    return llvm.StoreOp.create(operands=(value, ptr),
+                               properties={"ordering": _NOT_ATOMIC,
+                                           "alignment": _i64_attr(alignment)})
 
 
 class LoweringError(XweaveError):

@@ -75,7 +75,9 @@ from xweave.lowering.llvm_builder import (
     byte_size,
     convert_type,
     llvm_array_type,
+    load_op,
     num_elements,
+    store_op,
     unsupported,
 )
 from xweave.lowering.llvm_loops import NO_LLVM_UNROLL, ForLowering, lower_serial_for
@@ -636,7 +638,7 @@ class FunctionLowering(AddressBuilder):
         t = convert_type(op.results[0].type)
         ptr = self.address(base, indices, amap)
         align = self.access_alignment(base, indices, amap, t)
-        self.map(op.results[0], self.emit1(llvm.LoadOp(ptr, t, alignment=align)))
+        self.map(op.results[0], self.emit1(load_op(ptr, t, align)))
 
     def lower_prefetch(self, op: loop.PrefetchOp) -> None:
         base, indices, amap = access_parts(op)
@@ -650,7 +652,7 @@ class FunctionLowering(AddressBuilder):
         value = self.get(op.operands[0])
         ptr = self.address(base, indices, amap)
         align = self.access_alignment(base, indices, amap, value.type)
-        self.emit(llvm.StoreOp(value, ptr, alignment=align))
+        self.emit(store_op(value, ptr, align))
 
     # --- calls, returns, casts ------------------------------------------------------
 

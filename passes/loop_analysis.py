@@ -416,6 +416,13 @@ def compare(predicate: int, lhs: AffineExpr, rhs: AffineExpr, ranges: Ranges) ->
             return True if lo >= 0 else (False if hi < 0 else None)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _compare_memo(predicate: int, lhs: AffineExpr, rhs: AffineExpr,
+                  ranges: tuple[Interval, ...]) -> bool | None:
+    # (the guards of every copy of an unrolled body ask the same questions)
+    return compare(predicate, lhs, rhs, ranges)
+
+
 def truth_value(value: SSAValue) -> bool | None:
     """True/False if the `i1` `value` is provably so over the enclosing loop ranges."""
     op = value.owner
@@ -430,7 +437,7 @@ def truth_value(value: SSAValue) -> bool | None:
         lhs, rhs = affine_of(op.lhs, dims), affine_of(op.rhs, dims)
         if lhs is None or rhs is None:
             return None
-        return compare(op.predicate.value.data, lhs, rhs, ranges)
+        return _compare_memo(op.predicate.value.data, lhs, rhs, tuple(ranges))
     if isinstance(op, arith.AndIOp | arith.OrIOp | arith.XOrIOp):
         a, b = truth_value(op.lhs), truth_value(op.rhs)
         if isinstance(op, arith.AndIOp):

@@ -89,14 +89,15 @@ def simplify_conditions(root: Operation) -> bool:
     """Decide comparisons, boolean ops, `scf.if` and `arith.select` that are constant
     over the loop ranges."""
     changed = False
+    inlined = False  # (only inlining a branch erases ops: until then all are in place)
     for op in list(root.walk()):
-        if not root.is_ancestor(op):  # inside a branch erased earlier in this walk
+        if inlined and not root.is_ancestor(op):  # inside a branch erased earlier
             continue
         if isinstance(op, scf.IfOp):
             taken = truth_value(op.cond)
             if taken is not None:
                 _inline_branch(op, taken)
-                changed = True
+                changed = inlined = True
         elif isinstance(op, arith.SelectOp) and isinstance(op.cond.type, IntegerType):
             taken = truth_value(op.cond)
             if taken is not None:

@@ -62,11 +62,12 @@ def enclosing_function(op: Operation) -> Operation:
 def enclosing_loops(op: Operation) -> list[loop.ForOp]:
     """The loops around `op`, outermost first."""
     loops = []
-    parent = op.parent_op()
-    while parent is not None:
+    block = op.parent  # (op -> block -> region -> op, without the accessor calls: hot)
+    while block is not None and (region := block.parent) is not None \
+            and (parent := region.parent) is not None:
         if isinstance(parent, loop.ForOp):
             loops.append(parent)
-        parent = parent.parent_op()
+        block = parent.parent
     return loops[::-1]
 
 

@@ -11,6 +11,7 @@ The `schedule-kernels` pass applies a schedule to every kernel of a module.
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from dataclasses import dataclass
@@ -74,6 +75,12 @@ def _step_error(kernel: str, step: str, message: str) -> ScheduleStepError:
     return error
 
 
+@functools.lru_cache(maxsize=4096)
+def _step_pipeline(spec: str) -> PassPipeline:
+    """The pipeline of one step (parsed once: pass objects are immutable)."""
+    return PassPipeline.parse_spec(get_all_passes(), spec)
+
+
 def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
                 kernel: str = "") -> list[str]:
     """Apply pass specs one by one; returns the steps that were applied.
@@ -89,7 +96,7 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
     for spec in steps:
         try:
             with timing.scope(spec.split("{", 1)[0]):
-                PassPipeline.parse_spec(get_all_passes(), spec).apply(ctx, module)
+                _step_pipeline(spec).apply(ctx, module)
         except PassFailedException:
             if not skip_illegal:
                 raise
