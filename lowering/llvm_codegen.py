@@ -51,6 +51,7 @@ from xweave.passes.profile_kernels import FLOPS_ATTR, KERNELS_ATTR
 from xweave.runtime.abi import (
     ABI_GLOBAL,
     ABI_NBYTES,
+    ENTRY,
     PARAM_COUNT,
     PARAM_NAMES,
     PARAM_NBYTES,
@@ -120,6 +121,7 @@ def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None
         ir_module, param_names = _to_llvm_ir(module, tm)
         if abi is not None:
             _add_abi(ir_module, {**abi, "target": target_description(resolved)})
+            _add_entry(ir_module)
         text = _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
     try:
         mod = llvm_binding.parse_assembly(text)
@@ -376,6 +378,26 @@ def _add_abi(ir_module: llvm_ir.Module, abi: Mapping[str, object]) -> None:
     size = llvm_ir.GlobalVariable(ir_module, llvm_ir.IntType(64), ABI_NBYTES)
     size.initializer = llvm_ir.Constant(llvm_ir.IntType(64), len(data))
     size.global_constant = True
+
+
+def _add_entry(ir_module: llvm_ir.Module) -> None:
+    """`void xweave_entry(ptr args)`: `main(args[0], ..., args[n-1])` (`runtime.abi.ENTRY`)."""
+    try:
+        main = ir_module.get_global("main")
+    except KeyError:
+        return
+    ptr = llvm_ir.PointerType()
+    i64 = llvm_ir.IntType(64)
+    entry = llvm_ir.Function(ir_module, llvm_ir.FunctionType(llvm_ir.VoidType(), [ptr]), ENTRY)
+    entry.attributes.add("nounwind")
+    builder = llvm_ir.IRBuilder(entry.append_basic_block())
+    args = []
+    for i, _ in enumerate(main.args):
+        slot = builder.gep(entry.args[0], [llvm_ir.Constant(i64, i)], inbounds=True,
+                           source_etype=ptr)
+        args.append(builder.load(slot, typ=ptr, align=8))
+    builder.call(main, args)
+    builder.ret_void()
 
 
 # ----------------------------------------------------------------------------------
