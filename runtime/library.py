@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -146,6 +147,8 @@ class LibraryModule:
             raise ModelError(f"{self.path}: the library's table is not of xweave ABI version "
                              f"{C_ABI_VERSION}")
         self._table = table
+        self._run_fn = table.run
+        self._local = threading.local()
         state = _P()
         error = _Error()
         _check_status(table.open(ctypes.byref(state), ctypes.byref(error)), error, f"{self.path}: ")
@@ -200,14 +203,27 @@ class LibraryModule:
     # --- running -------------------------------------------------------------------
 
     def _call(self, arrays: list[np.ndarray], outputs: list[np.ndarray]) -> None:
-        tensors_in = (_Tensor * max(1, len(arrays)))(
-            *[(a.ctypes.data, a.nbytes, c) for a, c in zip(arrays, self._codes)])
-        tensors_out = (_Tensor * max(1, len(outputs)))(
-            *[(o.ctypes.data, o.nbytes, c) for o, c in zip(outputs, self._codes[len(arrays):])])
-        error = _Error()
-        status = self._table.run(self._state, tensors_in, len(arrays), tensors_out,
-                                 len(outputs), ctypes.byref(error))
-        _check_status(status, error)
+        # Each calling thread reuses its own argument structures (only the addresses change).
+        args = getattr(self._local, "args", None)
+        if args is None:
+            n_in, n_out = len(self.inputs), len(self.outputs)
+            tensors_in = (_Tensor * max(1, n_in))()
+            tensors_out = (_Tensor * max(1, n_out))()
+            for tensor, spec, code in zip([*tensors_in[:n_in], *tensors_out[:n_out]],
+                                          self.inputs + self.outputs, self._codes):
+                tensor.nbytes = int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
+                tensor.dtype = code
+            error = _Error()
+            args = self._local.args = (tensors_in, tensors_out, error, (
+                self._state, tensors_in, n_in, tensors_out, n_out, ctypes.byref(error)))
+        tensors_in, tensors_out, error, call = args
+        for tensor, array in zip(tensors_in, arrays):
+            tensor.data = array.ctypes.data
+        for tensor, array in zip(tensors_out, outputs):
+            tensor.data = array.ctypes.data
+        status = self._run_fn(*call)
+        if status:
+            _check_status(status, error)
 
     def run(self, *args, **inputs: np.ndarray) -> list[np.ndarray]:
         """Run the model (the forms of `CompiledModule.run`): one C call of

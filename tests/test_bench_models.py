@@ -12,39 +12,12 @@ from helpers import load_bench
 
 models = load_bench("models")
 
-# Same architectures, small: tiny images, few channels, the first stages only. Each
-# keeps what makes the architecture (downsampling shortcut, bottleneck, inverted
-# residual with and without expansion, Fire module with MaxPool ceil_mode, attention).
-SMALL = {
-    "resnet18": dict(image=32, width=8, classes=10, blocks=(1, 1)),
-    "resnet50": dict(image=32, width=4, classes=10, blocks=(1, 1)),
-    "mobilenet_v2": dict(image=32, width_mult=0.25, classes=10,
-                         settings=((1, 16, 1, 1), (6, 24, 2, 2))),
-    "squeezenet1_1": dict(image=40, width=0.125, classes=10, fires=((16, 64), "pool", (32, 128))),
-    "bert_encoder": dict(layers=1, seq=8, hidden=32, heads=4, ffn=64),
-    "bert_encoder_decomposed": dict(layers=1, seq=8, hidden=32, heads=4, ffn=64,
-                                    layer_norm="decomposed"),
-    # The zoo of architecture patterns. SE blocks of 480 and 288 channels: their 1x1
-    # convs on 1x1 pixels read the weights along both register-block axes.
-    "mobilenet_v3_large": dict(image=32, classes=10, settings=(
-        (3, 16, 16, False, "relu", 1), (5, 72, 40, True, "relu", 2),
-        (3, 480, 112, True, "hardswish", 1))),
-    "efficientnet_b0": dict(image=32, classes=10, settings=((1, 3, 1, 16, 1), (6, 3, 2, 48, 2))),
-    "shufflenet_v2": dict(image=32, classes=10, stages=((58, 2), (116, 2)), last=64),
-    "densenet121": dict(image=32, classes=10, blocks=(2, 2), growth=8, stem=16, bn_size=2),
-    "googlenet": dict(image=32, classes=10, width=0.25, inceptions=(
-        (64, 96, 128, 16, 32, 32), "pool", (192, 96, 208, 16, 48, 64))),
-    "mobilenet_v1": dict(image=32, classes=10, width_mult=0.25,
-                         settings=((64, 1), (128, 2), (128, 1))),
-    "convnext_tiny": dict(image=32, classes=10, depths=(1, 1), dims=(16, 32)),
-    "vit": dict(image=32, patch=8, hidden=32, heads=4, mlp=64, layers=1, classes=10),  # 17 tokens
-}
+SMALL = models.TEST_SIZES  # the architectures scaled down (bench/models.py)
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_small_model_matches_onnxruntime(name):
-    builder = name.removesuffix("_decomposed")
-    model = models.build(builder, **SMALL[name])
+    model = models.build_test_size(name)
     onnx.checker.check_model(model)
     feeds = models.random_inputs(model)
     expected = ort.InferenceSession(model.SerializeToString(),

@@ -6,7 +6,8 @@
  *
  * One .npy per model input, in the model's input order (C order, the dtype the model
  * declares); the first output is written to OUT.npy. With --repeat N, the model runs
- * N more times and the median time per run is printed. Build it with any C compiler:
+ * N more times and the median time per run is printed (with the time xweave_open and
+ * the first run took). Build it with any C compiler:
  *
  *     cc -O2 -I"$(xweave include-dir)" examples/c/run_model.c -o run_model
  *     aarch64-linux-gnu-gcc -O2 -I"$(xweave include-dir)" examples/c/run_model.c -o run_model.arm64
@@ -169,8 +170,10 @@ int main(int argc, char **argv) {
     }
     xweave_error error;
     xweave_model *model;
+    double opened = now();
     if (xweave_open(model_path, &model, &error) != XWEAVE_OK)
         die("%s%s", error.message, "");
+    opened = now() - opened;
     if (threads && xweave_set_num_threads(model, threads, &error) != XWEAVE_OK)
         die("%s%s", error.message, "");
     size_t num_inputs = xweave_num_inputs(model), num_outputs = xweave_num_outputs(model);
@@ -181,7 +184,7 @@ int main(int argc, char **argv) {
     }
     xweave_tensor *inputs = calloc(num_inputs + 1, sizeof *inputs);
     xweave_tensor *outputs = calloc(num_outputs + 1, sizeof *outputs);
-    xweave_tensor_info first = {0};
+    xweave_tensor_info first_output = {0};
     for (size_t i = 0; i < num_inputs; i++) {
         xweave_tensor_info info;
         xweave_input_info(model, i, &info, NULL);
@@ -193,15 +196,17 @@ int main(int argc, char **argv) {
         xweave_tensor_info info;
         xweave_output_info(model, i, &info, NULL);
         if (i == 0)
-            first = info;
+            first_output = info;
         outputs[i].data = calloc(info.nbytes ? info.nbytes : 1, 1);
         outputs[i].nbytes = info.nbytes;
         outputs[i].dtype = info.dtype;
         if (outputs[i].data == NULL)
             die("out of memory%s%s", "", "");
     }
+    double first = now();
     if (xweave_run(model, inputs, num_inputs, outputs, num_outputs, &error) != XWEAVE_OK)
         die("%s%s", error.message, "");
+    first = now() - first;
     if (repeat > 0) {
         double *times = calloc((size_t)repeat, sizeof(double));
         for (int r = 0; r < repeat; r++) {
@@ -211,12 +216,12 @@ int main(int argc, char **argv) {
             times[r] = now() - start;
         }
         qsort(times, (size_t)repeat, sizeof(double), by_value);
-        printf("median %.4f ms per run (%d runs, %d threads)\n", times[repeat / 2] * 1e3, repeat,
-               xweave_num_threads(model));
+        printf("open %.3f ms, first run %.3f ms, median %.4f ms per run (%d runs, %d threads)\n",
+               opened * 1e3, first * 1e3, times[repeat / 2] * 1e3, repeat, xweave_num_threads(model));
         free(times);
     }
     if (num_outputs > 0)
-        write_npy(output_path, &first, outputs[0].data);
+        write_npy(output_path, &first_output, outputs[0].data);
     for (size_t i = 0; i < num_inputs; i++)
         free(inputs[i].data);
     for (size_t i = 0; i < num_outputs; i++)

@@ -22,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -764,6 +767,61 @@ static int num_threads(const void *state) {
 
 /* --- running ------------------------------------------------------------------------- */
 
+/* The thread count that does not oversubscribe the machine now (runtime/threads.py's
+ * ThreadGovernor): a parallel region waits for its slowest thread, and a worker whose
+ * core another process keeps busy makes every call wait for the scheduler. Every
+ * CHECK_SECONDS at most, the runnable tasks of the machine (/proc/loadavg) less those
+ * of the caller's own team give the cores free; the larger of the last two samples
+ * counts. It only ever lowers the count asked for. */
+#define CHECK_SECONDS 0.01
+
+static struct {
+    pthread_mutex_t lock;
+    int fd, cores, online, cap, last;
+    double next_check;
+} governor = {PTHREAD_MUTEX_INITIALIZER, -2, 1, 1, 1, 1, 0.0};
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int governed_threads(int wanted, int team) {
+    double now = seconds();
+    if (__atomic_load_n(&governor.fd, __ATOMIC_RELAXED) == -1)
+        return wanted;
+    pthread_mutex_lock(&governor.lock);
+    if (governor.fd == -2) { /* first call */
+        cpu_set_t set;
+        governor.cores = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0
+                             ? CPU_COUNT(&set) : 1;
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        governor.online = online > 0 ? (int)online : governor.cores;
+        governor.cap = governor.last = governor.cores;
+        governor.fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    }
+    if (governor.fd >= 0 && now >= governor.next_check) {
+        char text[128];
+        ssize_t n = pread(governor.fd, text, sizeof text - 1, 0);
+        governor.next_check = now + CHECK_SECONDS;
+        const char *field = text;
+        if (n > 0) {
+            text[n] = '\0';
+            for (int spaces = 0; *field && spaces < 3; field++)
+                spaces += *field == ' ';
+            long running = strtol(field, NULL, 10);
+            int sample = governor.online - (int)running + team;
+            sample = sample < 1 ? 1 : sample > governor.cores ? governor.cores : sample;
+            governor.cap = sample > governor.last ? sample : governor.last;
+            governor.last = sample;
+        }
+    }
+    int cap = governor.cap;
+    pthread_mutex_unlock(&governor.lock);
+    return wanted < cap ? wanted : cap;
+}
+
 #define HUGE_PAGE (2u << 20)
 
 /* A new call state: one zero-filled, page-aligned buffer per call-state global (from
@@ -886,8 +944,10 @@ static int run(void *state, const xweave_tensor *inputs, size_t n_inputs,
     for (size_t i = 0; i < m->num_state; i++)
         args[k++] = s->buffers[i];
     if (&xweave_num_threads != NULL) { /* the object's parallel loops read it at each region */
-        int threads = __atomic_load_n(&m->threads, __ATOMIC_RELAXED);
-        if (__atomic_load_n(&xweave_num_threads, __ATOMIC_RELAXED) != threads)
+        int team = __atomic_load_n(&xweave_num_threads, __ATOMIC_RELAXED);
+        int threads = governed_threads(__atomic_load_n(&m->threads, __ATOMIC_RELAXED),
+                                       team > 0 ? team : 1);
+        if (team != threads)
             __atomic_store_n(&xweave_num_threads, threads, __ATOMIC_RELAXED);
     }
     xweave_entry(args);
