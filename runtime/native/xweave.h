@@ -424,7 +424,7 @@ static inline int xweave_open(const char *path, xweave_model **model, xweave_err
     if (status != XWEAVE_OK) {
         if (error != NULL) { /* name the file */
             char message[XWEAVE_MESSAGE_SIZE];
-            snprintf(message, sizeof message, "%s: %s", path, error->message);
+            snprintf(message, sizeof message, "%.200s: %.300s", path, error->message);
             memcpy(error->message, message, sizeof message);
         }
         dlclose(handle);

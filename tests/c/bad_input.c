@@ -125,11 +125,14 @@ int main(int argc, char **argv) {
     out[0].data = NULL;
     report("run_output_data_null", xweave_run(model, in, n_in, out, n_out, &error), &error);
     out[0] = saved;
-    if (in[0].nbytes >= out[0].nbytes) { /* an output inside an input */
+    xweave_tensor saved_in = in[0];
+    if (in[0].nbytes >= out[0].nbytes) /* an output inside an input, or the reverse */
         out[0].data = in[0].data;
-        report("run_output_overlaps_input", xweave_run(model, in, n_in, out, n_out, &error), &error);
-        out[0] = saved;
-    }
+    else
+        in[0].data = out[0].data;
+    report("run_output_overlaps_input", xweave_run(model, in, n_in, out, n_out, &error), &error);
+    out[0] = saved;
+    in[0] = saved_in;
 
     report("run", xweave_run(model, in, n_in, out, n_out, &error), &error);
     report("run_no_error", xweave_run(model, in, n_in, out, n_out, NULL), NULL);
