@@ -36,7 +36,6 @@ import ctypes.util
 import functools
 import json
 import os
-import platform
 import struct
 import threading
 from collections.abc import Mapping, Sequence
@@ -55,6 +54,7 @@ from xweave.runtime.abi import (
     PARAM_PREFIX,
     PARAM_TABLE,
 )
+from xweave.runtime.elf import MACHINES, host_machine_arch
 from xweave.runtime.threads import (
     configure_openmp,
     default_num_threads,
@@ -381,9 +381,6 @@ _STB_WEAK = 2
 _IGNORED_UNDEFINED = ("_GLOBAL_OFFSET_TABLE_",)
 
 
-_ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
-
-
 def _undefined_symbols(data: bytes) -> list[str]:
     """Names of the undefined, non-weak symbols of an ELF64 little-endian object for
     this machine (a `JITError` for anything else, before LLVM sees it: LLVM ends the
@@ -401,9 +398,9 @@ def _undefined_symbols(data: bytes) -> list[str]:
 def _elf_undefined(data: bytes) -> list[str]:
 
     machine = struct.unpack_from("<H", data, 0x12)[0]
-    expected = _ELF_MACHINES.get(platform.machine())
-    if expected is not None and machine != expected:
-        raise JITError(f"the object is for ELF machine {machine}, not this {platform.machine()}")
+    arch = MACHINES.get(machine, f"ELF machine {machine}")
+    if arch != host_machine_arch():
+        raise JITError(f"the object is for {arch}, not this {host_machine_arch()}")
     shoff = struct.unpack_from("<Q", data, 0x28)[0]
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [

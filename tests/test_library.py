@@ -362,6 +362,10 @@ def test_code_for_aarch64_is_exported_not_run_here(tmp_path):
     module.export(tmp_path / "m.xwm")
     with pytest.raises(TargetError, match="export it as a shared library"):
         xweave.load_module(tmp_path / "m.xwm")
+    from xweave.autotune.tune_model import TuneError, tune_model
+
+    with pytest.raises(TuneError, match="is for aarch64: the local runner measures on this"):
+        tune_model(two_in_two_out(), tmp_path / "r.jsonl", target=cross.DEFAULT_TARGET)
 
 
 def test_aarch64_libraries_under_qemu_match_onnxruntime():
