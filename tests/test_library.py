@@ -377,3 +377,16 @@ def test_aarch64_libraries_under_qemu_match_onnxruntime():
     for record in records:
         assert record["ok"], record
         assert record["max_rel_err"] <= cross.TOLERANCE
+
+
+@needs_cc
+def test_the_speed_benchmark_runs_and_the_runtime_is_small():
+    """bench/library.py in a smoke mode (one round of two runs of the main job's model):
+    the C program computes what module.run does, and the runtime part of a library
+    (all but kernels and weights) stays under 100 KB."""
+    library_bench = load_bench("library")
+    records = library_bench.run(["small_cnn"], [1], rounds=1, repeat=2)
+    (record,) = records
+    assert record["same_output"] and record["threads"] == 1
+    assert 0 < record["runtime_bytes"] <= 100 * 1024, record
+    assert record["c_ms"] > 0 and record["python_ms"] > 0 and record["open_first_ms"] > 0
