@@ -346,7 +346,7 @@ def test_a_failed_link_leaves_the_file_as_it_was(built, tmp_path, monkeypatch):
 
 # --- another architecture --------------------------------------------------------------
 
-cross = load_bench("cross_aarch64")
+cross = load_bench("cross")
 
 
 def test_code_for_aarch64_is_exported_not_run_here(tmp_path):
@@ -369,8 +369,8 @@ def test_code_for_aarch64_is_exported_not_run_here(tmp_path):
 
 
 def test_aarch64_libraries_under_qemu_match_onnxruntime():
-    """bench/cross_aarch64.py on one small model (the script runs them all): the library
-    and the C example, cross-compiled, run under qemu-user."""
+    """bench/cross.py on one small model (the script runs them all): the library and the
+    C example, cross-compiled, run under qemu-user."""
     records = cross.check_models(["resnet18"])
     if isinstance(records, str):
         pytest.skip(f"cannot run aarch64 code here: {records}")
@@ -390,3 +390,14 @@ def test_the_speed_benchmark_runs_and_the_runtime_is_small():
     assert record["same_output"] and record["threads"] == 1
     assert 0 < record["runtime_bytes"] <= 100 * 1024, record
     assert record["c_ms"] > 0 and record["python_ms"] > 0 and record["open_first_ms"] > 0
+
+
+def test_riscv64_with_vectors_under_qemu_matches_onnxruntime(tmp_path):
+    """The stretch target: RISC-V with the V extension (128-bit vectors)."""
+    target = "llvm -mtriple=riscv64-linux-gnu -mattr=+v"
+    emu = cross.emulation(target)
+    if isinstance(emu, str):
+        pytest.skip(f"cannot run riscv64 code here: {emu}")
+    record = cross.check_model("two", two_in_two_out(), target, emu,
+                               cross.build_runner(emu, tmp_path), tmp_path)
+    assert record["ok"], record

@@ -1,15 +1,17 @@
-"""Every architecture of models.py at its test size, compiled for aarch64 and run under
-qemu-user from the C example (examples/c/run_model.c), against onnxruntime on this
-machine.
+"""Every architecture of models.py at its test size, compiled for another architecture
+(aarch64 by default) and run under qemu-user from the C example
+(examples/c/run_model.c), against onnxruntime on this machine.
 
-    python bench/cross_aarch64.py [--models a,b] [--target T] [--threads N]
+    python bench/cross.py [--models a,b] [--target T] [--threads N]
+    python bench/cross.py --target "llvm -mtriple=riscv64-linux-gnu -mattr=+v"
 
 Not a timing (an emulated run says nothing of an ARM core's speed): one JSON line per
 model with the largest error relative to the output's scale (max |xweave - ort| /
 max |ort|), whether it is within TOLERANCE, the compile seconds and the emulated run's
 seconds. Needs the cross C compiler with the target's libc headers and qemu-user
-(Debian: gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user); says which is
-missing. The tests run it on one small model (`check_models`).
+(Debian: gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user; for riscv64
+gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross); says which is missing. The tests run
+it on one small model per architecture (`check_models`).
 """
 
 from __future__ import annotations
@@ -37,9 +39,12 @@ class Emulation:
     cc: list[str]
     qemu: str
     sysroot: Path
+    cpu: str | None = None
+    """qemu's -cpu (RISC-V: the V extension is not in its default CPU)."""
 
     def command(self, program: Path, *args: str) -> list[str]:
-        return [self.qemu, "-L", str(self.sysroot), str(program), *args]
+        cpu = ["-cpu", self.cpu] if self.cpu else []
+        return [self.qemu, *cpu, "-L", str(self.sysroot), str(program), *args]
 
 
 def emulation(target: str = DEFAULT_TARGET) -> Emulation | str:
@@ -66,7 +71,8 @@ def emulation(target: str = DEFAULT_TARGET) -> Emulation | str:
         package = {"aarch64": "libc6-dev-arm64-cross", "riscv64": "libc6-dev-riscv64-cross"}
         return (f"{cc[0]} has no C library headers (Debian/Ubuntu: apt-get install "
                 f"{package.get(arch, 'the libc6-dev cross package')})")
-    return Emulation(cc, qemu, sysroot)
+    cpu = "rv64,v=true,vlen=128,elen=64,vext_spec=v1.0" if "v" in parsed.features else None
+    return Emulation(cc, qemu, sysroot, cpu)
 
 
 def build_runner(emu: Emulation, directory: Path) -> Path:
@@ -157,7 +163,7 @@ def main() -> None:
     log(f"machine: {machine()}")
     emu = emulation(args.target)
     if isinstance(emu, str):
-        raise SystemExit(f"cross_aarch64: {emu}")
+        raise SystemExit(f"cross: {emu}")
     failed = 0
     with tempfile.TemporaryDirectory(prefix="xweave-cross-") as tmp:
         directory = Path(tmp)
