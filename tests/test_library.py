@@ -159,10 +159,10 @@ def test_the_c_example_computes_what_the_module_computes(built, run_model, tmp_p
     feeds = feeds_of(2)
     np.save(tmp_path / "x.npy", feeds["x"])
     np.save(tmp_path / "y.npy", feeds["y"])
-    proc = subprocess.run([str(run_model), str(path), str(tmp_path / "x.npy"),
-                           str(tmp_path / "y.npy"), "-o", str(tmp_path / "a.npy"),
+    proc = subprocess.run([str(run_model), path.name, str(tmp_path / "x.npy"),  # a bare name:
+                           str(tmp_path / "y.npy"), "-o", str(tmp_path / "a.npy"),  # ./two.so
                            "--repeat", "3", "--threads", "2"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, cwd=path.parent)
     assert proc.returncode == 0, proc.stderr
     assert "median" in proc.stdout and "2 threads" in proc.stdout
     np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), module.run(**feeds)[0])

@@ -389,8 +389,18 @@ static inline int xweave_open(const char *path, xweave_model **model, xweave_err
     int status = xweave__check_file(path, error);
     if (status != XWEAVE_OK)
         return status;
+    /* A name without a slash would be looked up in the library path, not opened. */
+    char *relative = NULL;
+    if (strchr(path, '/') == NULL) {
+        relative = (char *)malloc(strlen(path) + 3);
+        if (relative == NULL)
+            return xweave__fail(error, XWEAVE_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+        memcpy(relative, "./", 2);
+        memcpy(relative + 2, path, strlen(path) + 1);
+    }
     dlerror();
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *handle = dlopen(relative ? relative : path, RTLD_NOW | RTLD_LOCAL);
+    free(relative);
     if (handle == NULL) {
         const char *why = dlerror();
         return xweave__fail(error, XWEAVE_ERROR_NOT_A_MODEL, "%s: cannot load: %s", path,
