@@ -111,8 +111,8 @@ def _write_weights(path: Path, arrays: list[np.ndarray]) -> list[int]:
             f.write(b"\0" * pad)
             position += pad
             offsets.append(position)
-            data = memoryview(np.ascontiguousarray(array)).cast("B")
-            f.write(data)
+            data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+            f.write(data.data)
             position += data.nbytes
     offsets.append(position)
     return offsets
@@ -130,7 +130,7 @@ def _weights_assembly(weights: Path, offsets: list[int], note: bytes) -> str:
     padded = note + b"\0" * (-len(note) % 4)
     return "".join([
         f'\t.section .rodata.xweave_weights,"a",%progbits\n\t.balign {WEIGHT_ALIGNMENT}\n',
-        symbol("xweave_weights"), f'\t.incbin "{weights}"\n\t.byte 0\n',
+        symbol("xweave_weights"), f'\t.incbin "{_quoted(weights)}"\n\t.byte 0\n',
         '\t.section .rodata.xweave_offsets,"a",%progbits\n\t.balign 8\n',
         symbol("xweave_weights_offsets"), data(".quad", offsets),
         symbol("xweave_weights_count"), f"\t.quad {len(offsets) - 1}\n",
@@ -139,6 +139,11 @@ def _weights_assembly(weights: Path, offsets: list[int], note: bytes) -> str:
         f'\t.asciz "{NOTE_NAME.decode()}"\n\t.balign 4\n', data(".byte", list(padded)),
         '\t.section .note.GNU-stack,"",%progbits\n',
     ])
+
+
+def _quoted(path: Path) -> str:
+    """`path` inside an assembler string."""
+    return str(path).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _needs_gomp(object_bytes: bytes) -> bool:

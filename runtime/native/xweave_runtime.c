@@ -223,7 +223,7 @@ static int parse_number(reader *r, json *out) {
         else
             value = value * 10 + digit;
     }
-    while (r->at < r->end && (strchr("0123456789.eE+-", *r->at) != NULL)) {
+    while (r->at < r->end && *r->at != '\0' && strchr("0123456789.eE+-", *r->at) != NULL) {
         is_int = 0;
         r->at++;
     }
