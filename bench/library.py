@@ -2,16 +2,17 @@
 from Python: time per run at each thread count, the time the C program takes to open
 the library and make its first call, and the size of the library's runtime part.
 
-    python bench/library.py [--models resnet18,mobilenet_v2] [--threads 1,2] [--rounds 7] [--repeat 20]
+    python bench/library.py [--models resnet18,mobilenet_v2] [--threads 1,2] [--rounds 15] [--repeat 10]
 
 For each model (full size, models.py; `small_cnn`: the main job's example) the build is
 exported as a library; examples/c/run_model.c (compiled with the system's C compiler)
 runs it with `--repeat N --threads T` in a fresh process per round, and the same
 process times `module.run(**feeds)` N times; the two alternate in order from round to
 round. Figures are medians over rounds (each round's figure a median of N runs);
-`c_over_python` < 1 means C is faster. `open_first_ms` is xweave_open plus the first
+`c_over_python` is the median of the rounds' ratios (each of two figures taken one after
+the other), < 1 when C is faster. `open_first_ms` is xweave_open plus the first
 xweave_run in the fresh process (libgomp's threads start there; the file is in the page
-cache). `runtime_bytes` is the library's size less its weights and the kernels' object
+cache), the median and the best (`open_first_best_ms`) of the rounds. `runtime_bytes` is the library's size less its weights and the kernels' object
 code and data: what the C runtime and the linking add. The C output is checked equal to
 module.run's. Never asserts on time.
 """
@@ -128,12 +129,14 @@ def bench_model(name: str, threads_list: list[int], rounds: int, repeat: int,
             for step in ((from_python, from_c) if r % 2 == 0 else (from_c, from_python)):
                 step()
         python, c = statistics.median(python_ms), statistics.median(c_ms)
+        ratio = statistics.median(b / a for a, b in zip(python_ms, c_ms))
         with open("/proc/loadavg") as f:
             load = f.read().split()[0]
         records.append({
             "model": name, "threads": threads, "python_ms": round(python, 3),
-            "c_ms": round(c, 3), "c_over_python": round(c / python, 3),
+            "c_ms": round(c, 3), "c_over_python": round(ratio, 3),
             "open_first_ms": round(statistics.median(open_first_ms), 2),
+            "open_first_best_ms": round(min(open_first_ms), 2),
             "same_output": same, "library_bytes": size, "runtime_bytes": runtime,
             "compile_s": round(compile_s, 1), "export_s": round(export_s, 2),
             "rounds": rounds, "repeat": repeat, "load": load, **machine(),
@@ -153,7 +156,8 @@ def run(names: list[str], threads_list: list[int], rounds: int, repeat: int) -> 
                 records.append(record)
                 log(f"{name:14s} threads={record['threads']} python {record['python_ms']:8.3f} ms"
                     f"  C {record['c_ms']:8.3f} ms  C/python {record['c_over_python']:.3f}  "
-                    f"open+first call {record['open_first_ms']:7.2f} ms  runtime "
+                    f"open+first call {record['open_first_ms']:7.2f} ms (best "
+                    f"{record['open_first_best_ms']:.2f})  runtime "
                     f"{record['runtime_bytes'] / 1024:.1f} KiB  same {record['same_output']}")
     return records
 
@@ -163,8 +167,8 @@ def main() -> None:
     parser.add_argument("--models", default="resnet18,mobilenet_v2,small_cnn",
                         help="comma-separated names of models.py, or small_cnn")
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
-    parser.add_argument("--rounds", type=int, default=7, help="alternating rounds (medians)")
-    parser.add_argument("--repeat", type=int, default=20, help="timed runs per round")
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (medians)")
+    parser.add_argument("--repeat", type=int, default=10, help="timed runs per round")
     args = parser.parse_args()
     threads_list = [int(t) for t in args.threads.split(",")]
     set_threads(max(threads_list))

@@ -564,6 +564,7 @@ static int default_threads(int *threads, xweave_error *error) {
 }
 
 static void close_model(void *state);
+static void governor_start(void);
 
 static char *join_strings(const json *list) {
     size_t length = 1;
@@ -658,6 +659,7 @@ static int open_model(void **state, xweave_error *error) {
     m->peak_memory_bytes = as_count(member(&abi, "peak_memory_bytes"), &peak) ? peak : -1;
     if ((status = default_threads(&m->threads, error)) != XWEAVE_OK)
         goto done;
+    governor_start();
     pthread_once(&params_once, bind_params_once);
     if (params_error.code != XWEAVE_OK) {
         status = fail(error, params_error.code, "%s", params_error.message);
@@ -787,12 +789,30 @@ static double seconds(void) {
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static int governed_threads(int wanted, int team) {
-    double now = seconds();
-    if (__atomic_load_n(&governor.fd, __ATOMIC_RELAXED) == -1)
-        return wanted;
+/* One sample of the cores free for a team of `team` threads (the lock held). */
+static void governor_sample(double now, int team) {
+    char text[128];
+    ssize_t n = pread(governor.fd, text, sizeof text - 1, 0);
+    governor.next_check = now + CHECK_SECONDS;
+    if (n <= 0)
+        return;
+    text[n] = '\0';
+    const char *field = text;
+    for (int spaces = 0; *field && spaces < 3; field++)
+        spaces += *field == ' ';
+    long running = strtol(field, NULL, 10);
+    int sample = governor.online - (int)running + team;
+    sample = sample < 1 ? 1 : sample > governor.cores ? governor.cores : sample;
+    governor.cap = sample > governor.last ? sample : governor.last;
+    governor.last = sample;
+}
+
+/* Start the governor (once per process, at the first open): its first sample is taken
+ * now, so that a model's first call, which also samples, can already see a busy
+ * machine (two samples agreeing), where the Python runtime's first call cannot. */
+static void governor_start(void) {
     pthread_mutex_lock(&governor.lock);
-    if (governor.fd == -2) { /* first call */
+    if (governor.fd == -2) {
         cpu_set_t set;
         governor.cores = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0
                              ? CPU_COUNT(&set) : 1;
@@ -800,23 +820,22 @@ static int governed_threads(int wanted, int team) {
         governor.online = online > 0 ? (int)online : governor.cores;
         governor.cap = governor.last = governor.cores;
         governor.fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    }
-    if (governor.fd >= 0 && now >= governor.next_check) {
-        char text[128];
-        ssize_t n = pread(governor.fd, text, sizeof text - 1, 0);
-        governor.next_check = now + CHECK_SECONDS;
-        const char *field = text;
-        if (n > 0) {
-            text[n] = '\0';
-            for (int spaces = 0; *field && spaces < 3; field++)
-                spaces += *field == ' ';
-            long running = strtol(field, NULL, 10);
-            int sample = governor.online - (int)running + team;
-            sample = sample < 1 ? 1 : sample > governor.cores ? governor.cores : sample;
-            governor.cap = sample > governor.last ? sample : governor.last;
-            governor.last = sample;
+        if (governor.fd >= 0) {
+            governor_sample(seconds(), 1);
+            governor.cap = governor.cores;
+            governor.next_check = 0.0;
         }
     }
+    pthread_mutex_unlock(&governor.lock);
+}
+
+static int governed_threads(int wanted, int team) {
+    if (__atomic_load_n(&governor.fd, __ATOMIC_RELAXED) < 0)
+        return wanted;
+    double now = seconds();
+    pthread_mutex_lock(&governor.lock);
+    if (now >= governor.next_check)
+        governor_sample(now, team);
     int cap = governor.cap;
     pthread_mutex_unlock(&governor.lock);
     return wanted < cap ? wanted : cap;
