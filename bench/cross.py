@@ -43,6 +43,7 @@ class Emulation:
     """qemu's -cpu (RISC-V: the V extension is not in its default CPU)."""
 
     def command(self, program: Path, *args: str) -> list[str]:
+        """The command line running `program` with `args` under emulation."""
         cpu = ["-cpu", self.cpu] if self.cpu else []
         return [self.qemu, *cpu, "-L", str(self.sysroot), str(program), *args]
 
@@ -145,6 +146,7 @@ def check_models(names: list[str], target: str = DEFAULT_TARGET, threads: int = 
 
 
 def main() -> None:
+    """The command line (see the module's docstring)."""
     import models
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

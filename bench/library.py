@@ -71,6 +71,7 @@ def weights_bytes(params: dict) -> int:
 
 
 def model_of(name: str):
+    """The ONNX file of `name`: the main job's example, or a full-size models.py model."""
     import models
 
     return SMALL_CNN if name == "small_cnn" else models.model_path(name)
@@ -163,6 +164,7 @@ def run(names: list[str], threads_list: list[int], rounds: int, repeat: int) -> 
 
 
 def main() -> None:
+    """The command line (see the module's docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="resnet18,mobilenet_v2,small_cnn",
                         help="comma-separated names of models.py, or small_cnn")

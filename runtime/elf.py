@@ -33,6 +33,8 @@ class ElfError(XweaveError):
 
 @dataclass(frozen=True)
 class ElfHeader:
+    """The fields of an ELF64 header this module reads."""
+
     type: int
     machine: int
     phoff: int
