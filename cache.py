@@ -38,10 +38,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
-from xweave import plugins
-from xweave.context import print_module
+from xweave import plugins, timing
 from xweave.runtime.load import load_module
 from xweave.target import Target, TargetError, as_target, machine_model
 
@@ -196,16 +194,22 @@ def _file_digest(path: str | os.PathLike) -> str:
 
 
 def _model_digest(model: Any) -> dict[str, Any]:
-    import onnx  # lazy: `xweave cache` lists and empties the cache without onnx
-
-    if isinstance(model, ModuleOp):
-        return {"ir": hashlib.sha256(print_module(model).encode()).hexdigest()}
-    if isinstance(model, onnx.ModelProto):
-        if _external_data(model):
-            raise Uncacheable("an in-memory ONNX model with external data")
-        data = model.SerializeToString(deterministic=True)
-        return {"onnx": hashlib.sha256(data).hexdigest()}
+    # (lazy imports: a cache hit of a model file loads neither onnx nor the compiler; an
+    # in-memory model brings its library along)
     if not isinstance(model, str | os.PathLike):
+        from xdsl.dialects.builtin import ModuleOp
+
+        if isinstance(model, ModuleOp):
+            from xweave.context import print_module
+
+            return {"ir": hashlib.sha256(print_module(model).encode()).hexdigest()}
+        import onnx
+
+        if isinstance(model, onnx.ModelProto):
+            if _external_data(model):
+                raise Uncacheable("an in-memory ONNX model with external data")
+            data = model.SerializeToString(deterministic=True)
+            return {"onnx": hashlib.sha256(data).hexdigest()}
         raise Uncacheable(f"a model given as {type(model).__name__}")
     path = Path(model)
     try:
@@ -214,12 +218,17 @@ def _model_digest(model: Any) -> dict[str, Any]:
         data = path.read_bytes()
         # Parsing a large model costs more than the rest of a cache hit: only a file that
         # holds an external data entry's key (`location`, a protobuf string) is parsed.
-        external = _external_data(onnx.load_model_from_string(data)) \
-            if b"\x0a\x08location" in data else []
+        external = _external_data(_parse_onnx(data)) if b"\x0a\x08location" in data else []
         return {"onnx": hashlib.sha256(data).hexdigest(),
                 "external": {name: _file_digest(path.parent / name) for name in external}}
     except Exception as e:  # unreadable: the build reports it, uncached
         raise Uncacheable(f"{path}: {type(e).__name__}") from e
+
+
+def _parse_onnx(data: bytes):
+    import onnx  # lazy: as above
+
+    return onnx.load_model_from_string(data)
 
 
 def _external_data(model) -> list[str]:
@@ -305,7 +314,8 @@ def cached_build(key: str | None, compile: Callable[[], Built]) -> Built:
     if key is None:
         return compile()
     path = cache_dir() / f"{key}{ENTRY_SUFFIX}"
-    hit = _load(path)
+    with timing.scope("cache lookup"):
+        hit = _load(path)
     if hit is not None:
         stats.hits += 1
         log.info("compile cache: loaded %s", path)
@@ -319,7 +329,8 @@ def cached_build(key: str | None, compile: Callable[[], Built]) -> Built:
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not caught and _runnable(compiled):
-        _store(path, compiled)
+        with timing.scope("cache store"):
+            _store(path, compiled)
     return compiled
 
 

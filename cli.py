@@ -11,11 +11,15 @@ import os
 import re
 import sys
 import textwrap
+from collections.abc import Callable
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from xweave import __version__, commands
+from xweave import __version__, commands, timing
 from xweave.context import all_dialects
 from xweave.dialects.graph.resources import eliding_resources
 from xweave.diagnostics import check_diagnostic, expected_diagnostics, parse_ir
@@ -52,7 +56,8 @@ class XweaveOptMain(xDSLOptMain):
     def parse_chunk(self, chunk, file_extension, offset=0):
         # Locations count lines of the whole file, not of a --split-input-file chunk.
         self._line_offset = offset
-        return super().parse_chunk(chunk, file_extension, offset)
+        with timing.scope("parse"):
+            return super().parse_chunk(chunk, file_extension, offset)
 
     def register_all_targets(self):
         super().register_all_targets()
@@ -114,10 +119,24 @@ class XweaveOptMain(xDSLOptMain):
         if self.args.print_pipeline:
             print(",".join(str(p.spec(include_default=True)) for p in self.pipeline.passes))
             return None
-        return self._run()
+        if not self.args.timing:
+            return self._run()
+        with timing.collect() as timer:
+            self._run()
+        print(timer.report(), file=sys.stderr)
+        return None
+
+    def setup_pipeline(self):
+        """xdsl-opt's pipeline, verifying after every pass (`--verify-each`, the default,
+        as mlir-opt) or once after the last, each pass and verification timed."""
+        super().setup_pipeline()
+        self.pipeline = _OptPipeline(
+            self.pipeline.passes, verify_each=self.args.verify_each,
+            verify=not self.args.disable_verify,
+            between=self.output_resulting_program if self.args.print_between_passes else None)
 
     def output_resulting_program(self, prog):
-        with eliding_resources(self.args.elide_resources_larger_than):
+        with eliding_resources(self.args.elide_resources_larger_than), timing.scope("print"):
             return super().output_resulting_program(prog)
 
     def register_all_passes(self):
@@ -150,10 +169,50 @@ class XweaveOptMain(xDSLOptMain):
                  "(default: 0, every blob printed); such IR parses, but compiling or "
                  "running it fails naming the elided blob")
         arg_parser.add_argument(
+            "--verify-each", type=_boolean, nargs="?", const=True, default=True,
+            metavar="BOOL",
+            help="verify the IR after every pass (default: true, as mlir-opt); "
+                 "--verify-each=false verifies once, after the last pass")
+        arg_parser.add_argument(
+            "--timing", action="store_true",
+            help="print the wall time of every pass and verification on stderr (as "
+                 "mlir-opt's --mlir-timing)")
+        arg_parser.add_argument(
             "--load-plugin", metavar="MODULE", action="append", default=[],
             help="import MODULE (a module name or a .py file) first, e.g. one that "
                  "registers an accelerator: its dialect and passes become available; "
                  "may be repeated")
+
+
+@dataclasses.dataclass(frozen=True)
+class _OptPipeline(PassPipeline):
+    """The passes of `xweave-opt -p`, each timed (`xweave.timing`), the module verified
+    after each (`verify_each`) or after the last, and printed between passes by
+    `between` (`--print-between-passes`)."""
+
+    verify_each: bool = True
+    verify: bool = True
+    between: Callable[[ModuleOp], str] | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for index, pass_ in enumerate(self.passes):
+            with timing.scope(pass_.name):
+                pass_.apply(ctx, op)
+            last = index == len(self.passes) - 1
+            if self.verify and (self.verify_each or last):
+                with timing.scope("verify"):
+                    op.verify()
+            if self.between is not None and not last:
+                print(f"IR after {pass_.name}:")
+                print(self.between(op), end="\n\n\n")
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("true", "1", "on"):
+        return True
+    if text.lower() in ("false", "0", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
 
 
 def _add_verbosity(parser: argparse.ArgumentParser) -> None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 
 import xweave
+from xweave import timing
 from xweave.errors import InputError, XweaveError
-from xweave.context import DUMP_ELIDE_LARGER_THAN
+from xweave.options import DUMP_ELIDE_LARGER_THAN
 
 
 def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]] | None:
@@ -38,15 +41,24 @@ def _compile(args: argparse.Namespace) -> None:
             return
     elif args.output is None:
         raise XweaveError("-o/--output is required (unless --print-pipeline)")
+    with timing.collect() if args.timing else nullcontext() as timer:
+        _compile_to_file(args)
+    if timer is not None:
+        print(timer.report(), file=sys.stderr)
+
+
+def _compile_to_file(args: argparse.Namespace) -> None:
     if args.compile_to:  # (lazy imports here and below: the CLI starts without the compiler)
         from xweave.context import print_module
-        from xweave.driver import lower_model
+        from xweave.compiling import lower_model
         from xweave.pipeline import dump_header
 
         module = lower_model(args.model, _options_of(args), args.compile_to,
-                             parse_input_shapes(args.input_shapes))
-        Path(args.output).write_text(dump_header(args.compile_to, None, [])
-                                     + print_module(module))
+                             parse_input_shapes(args.input_shapes),
+                             verify_each=args.verify_each)
+        with timing.scope("write"):
+            Path(args.output).write_text(dump_header(args.compile_to, None, [])
+                                         + print_module(module))
         print(f"wrote {args.output} (stage '{args.compile_to}')")
         return
     if Path(args.output).suffix == ".so":
@@ -60,11 +72,13 @@ def _compile(args: argparse.Namespace) -> None:
                           tuning_records=args.tuning_records,
                           **({"any_target_records": True} if args.any_target_records else {}),
                           calibration=args.calibration,
-                          elide_resources_larger_than=args.elide_resources_larger_than)
-    if Path(args.output).suffix == ".so":  # a shared library with the C API of xweave.h
-        module.export_library(args.output)
-    else:
-        module.export(args.output)
+                          elide_resources_larger_than=args.elide_resources_larger_than,
+                          verify_each=args.verify_each)
+    with timing.scope("export"):
+        if Path(args.output).suffix == ".so":  # a shared library with the C API of xweave.h
+            module.export_library(args.output)
+        else:
+            module.export(args.output)
     print(f"wrote {args.output}")
 
 
@@ -83,7 +97,7 @@ def _check_library_target(text: str | None) -> None:
 def _pipeline_of(args: argparse.Namespace) -> str:
     """The `xweave-opt -p` pipeline `xweave compile` runs with these arguments (for an
     accelerator target: its stages up to the partition)."""
-    from xweave.driver import load_staged_model
+    from xweave.compiling import load_staged_model
     from xweave.pipeline import INPUT, pass_spec, stages_between, start_in
 
     options = _options_of(args)
@@ -368,6 +382,12 @@ def register(sub) -> None:
                    "given too")
     p.add_argument("--profile", action="store_true",
                    help="a profiling build: `xweave run --profile` times each kernel call")
+    p.add_argument("--timing", action="store_true",
+                   help="print the wall time of every stage and pass of the build on stderr "
+                   "(as mlir-opt's --mlir-timing)")
+    p.add_argument("--verify-each", action="store_true", default=None,
+                   help="verify the IR after every pass (default: after every stage, unless "
+                   "$XWEAVE_VERIFY_EACH=1)")
     _add_pipeline_options(p)
     p.add_argument("--tuning-records", metavar="FILE",
                    help="records of `xweave tune`: each kernel gets its best recorded schedule "

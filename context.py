@@ -73,11 +73,6 @@ def parse_module(text: str | bytes, name: str = "<string>"):
     return parse_ir(make_context(), text, name)
 
 
-DUMP_ELIDE_LARGER_THAN = 1024
-"""`--dump-ir` files leave out resource blobs (weights) of more bytes than this by
-default (`--elide-resources-larger-than`; 0 keeps them all)."""
-
-
 def print_module(module, elide_resources_larger_than: int = 0) -> str:
     """The module as text, exactly as `xweave-opt` prints it (dialect resources included;
     blobs of more than `elide_resources_larger_than` bytes elided, see

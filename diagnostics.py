@@ -24,6 +24,8 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
+from xweave.dialects.graph.resources import claim_parsed
+
 
 class LinearTimeLexer(MLIRLexer):
     """xDSL's MLIR lexer with a string-literal rule that cannot backtrack.
@@ -53,7 +55,11 @@ class XweaveParser(Parser):
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
-            return super().parse_module(allow_implicit_module)
+            module = super().parse_module(allow_implicit_module)
+            # The blobs come last in the text: hand them to the attributes naming them.
+            claim_parsed(module, (key for dialect, key in self.dialect_resources
+                                  if dialect == "builtin"))
+            return module
         except (ValueError, OverflowError, IndexError, struct.error, VerifyException) as e:
             # A literal xDSL's attribute constructors refuse (an integer beyond its type,
             # a dense array element that does not pack), located just before where the

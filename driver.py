@@ -1,73 +1,26 @@
-"""`xweave.build`: from a model (ONNX file or graph-dialect module) to a runnable module."""
+"""`xweave.build`: from a model (ONNX file or graph-dialect module) to a runnable module,
+from the compile cache when it holds one (without importing the compiler), else compiled
+(`compiling.compile_fresh`)."""
 
 from __future__ import annotations
 
+import logging
 import os
+from contextlib import nullcontext
 from pathlib import Path
 
-from xdsl.dialects.builtin import ModuleOp
-
 from xweave import cache as compile_cache
-from xweave.context import DUMP_ELIDE_LARGER_THAN, parse_module
 from xweave.errors import XweaveError
-from xweave.frontend.onnx import load_onnx
-from xweave.pipeline import (
-    INPUT,
-    CompileOptions,
-    compile_model,
-    lower,
-    offload_target,
-    stage_names,
-    stage_of,
-    start_in,
-)
+from xweave.log import NOTE
+from xweave.options import DUMP_ELIDE_LARGER_THAN, CompileOptions
 from xweave.runtime.hetero import CpuStep, HeteroModule
 from xweave.runtime.module import CompiledModule
 from xweave.runtime.threads import check_num_threads, set_num_threads
-from xweave.schedules.tuned import tuned_schedules
 from xweave.target import Target, as_target
+from xweave.timing import collect as timing_collect
+from xweave.timing import scope as timing_scope
 
-
-def load_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
-               ) -> ModuleOp:
-    """The module of a model: a copy of a `ModuleOp`, a `.mlir` file (of any stage, see
-    `load_staged_model`), or an ONNX file or `onnx.ModelProto` (imported)."""
-    if isinstance(module_or_path, ModuleOp):
-        return module_or_path.clone()
-    if isinstance(module_or_path, (str, os.PathLike)):
-        path = Path(module_or_path)
-        if path.suffix == ".mlir":
-            return parse_module(path.read_bytes(), str(path))
-    return load_onnx(module_or_path, input_shapes=input_shapes)
-
-
-def load_staged_model(module_or_path, input_shapes: dict[str, tuple[int, ...]] | None = None
-                      ) -> tuple[ModuleOp, str]:
-    """The module of a model (`load_model`) and the stage of the pipeline it is at
-    (`pipeline.stage_of`; an ONNX model: `pipeline.INPUT`)."""
-    module = load_model(module_or_path, input_shapes)
-    if isinstance(module_or_path, ModuleOp):
-        return module, stage_of(module)
-    if isinstance(module_or_path, (str, os.PathLike)) and Path(module_or_path).suffix == ".mlir":
-        with open(module_or_path, "rb") as f:
-            head = f.read(200).decode("utf-8", "replace")  # the dump header, a hint
-        try:
-            return module, stage_of(module, head)
-        except XweaveError as e:
-            raise XweaveError(f"{module_or_path}: {e}") from None
-    return module, INPUT
-
-
-def lower_model(module_or_path, options: CompileOptions, until: str,
-                input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
-    """The IR of a model (as `build` takes it, at any stage) after stage `until` of the
-    pipeline `options` choose (`xweave compile --compile-to`)."""
-    module, stage = load_staged_model(module_or_path, input_shapes)
-    start = start_in(options, stage) if stage != INPUT else None
-    names = stage_names(options)
-    if start is not None and until in names and names.index(until) < names.index(start):
-        raise XweaveError(f"the IR is at stage '{stage}', past stage '{until}'")
-    return lower(module, options, start=start, until=until)
+logger = logging.getLogger(__name__)
 
 
 def build(
@@ -86,6 +39,8 @@ def build(
     profile: bool = False,
     elide_resources_larger_than: int = DUMP_ELIDE_LARGER_THAN,
     cache: bool = True,
+    timing: bool = False,
+    verify_each: bool | None = None,
     **target_options,
 ) -> CompiledModule | HeteroModule:
     """Compile a model for `target` and load it, ready to `run`.
@@ -117,6 +72,10 @@ def build(
     `module.profile(...)` reports the time per kernel (normal builds pay nothing).
     `cache=False` compiles even when the compile cache (`xweave.cache`) holds the result,
     and stores nothing; builds with `dump_ir` never use it.
+    `timing=True` times every stage and pass of the build (`--mlir-timing`'s report:
+    `xweave.timing`): the report is logged (logger `xweave.driver`, level NOTE) and kept
+    as the module's `compile_timing` (a `timing.Timer`). `verify_each=True` verifies the
+    IR after every pass instead of after every stage (default: `$XWEAVE_VERIFY_EACH=1`).
 
     An accelerator target takes its own options (`calibration` and `target_options`):
     `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
@@ -126,33 +85,43 @@ def build(
     segments are compiled with the other options.
     """
     target = as_target(target)
-    accelerator = offload_target(target.kind) if not target.is_cpu else None
     if threads is not None:
         check_num_threads(threads)
     if tuning_records is not None:
         tuning_records = str(tuning_records)
-        if target.is_cpu:  # a bad file fails before the work starts
-            tuned_schedules(tuning_records, target, any_target_records)
-    if profile and accelerator is not None:
-        raise XweaveError(f"profiling builds are for target 'llvm' only (got '{target}')")
     given = {**target_options, **({"calibration": calibration} if calibration is not None else {})}
-    if given and accelerator is None:
-        raise XweaveError(f"target '{target}' takes no option(s) {', '.join(given)}")
+    if target.is_cpu:
+        if given:
+            raise XweaveError(f"target '{target}' takes no option(s) {', '.join(given)}")
+    elif profile:
+        raise XweaveError(f"profiling builds are for target 'llvm' only (got '{target}')")
     options = CompileOptions(target, fuse=fuse, layout=layout, winograd=winograd,
                              profile=profile, tuning_records=tuning_records,
                              any_target_records=any_target_records, accelerator=given)
-    if accelerator is not None:
-        accelerator.check_options(options)
-    key = compile_cache.key_for(module_or_path, input_shapes, options) \
-        if cache and dump_ir is None and compile_cache.enabled() else None
+    if not target.is_cpu:
+        # (lazy: an accelerator is a plug-in of the compiler, which a cache hit of a
+        # CPU build never loads)
+        from xweave.pipeline import offload_target
+
+        offload_target(target.kind).check_options(options)
 
     def compile_fresh() -> CompiledModule | HeteroModule:
-        module, stage = load_staged_model(module_or_path, input_shapes)
-        return compile_model(module, options, Path(dump_ir) if dump_ir is not None else None,
-                             start=start_in(options, stage) if stage != INPUT else None,
-                             elide_larger_than=elide_resources_larger_than)
+        # (lazy: a cache hit loads the module without importing the compiler: a tenth
+        # of the time of a hit)
+        from xweave.compiling import compile_fresh
 
-    compiled = compile_cache.cached_build(key, compile_fresh)
+        return compile_fresh(module_or_path, options, input_shapes,
+                             Path(dump_ir) if dump_ir is not None else None,
+                             elide_resources_larger_than, verify_each)
+
+    with (timing_collect() if timing else nullcontext()) as timer:
+        with timing_scope("cache key"):
+            key = compile_cache.key_for(module_or_path, input_shapes, options) \
+                if cache and dump_ir is None and compile_cache.enabled() else None
+        compiled = compile_cache.cached_build(key, compile_fresh)
+    if timer is not None:
+        compiled.compile_timing = timer
+        logger.log(NOTE, "%s", timer.report())
     if threads is not None:
         cpu = [s.module for s in compiled.steps if isinstance(s, CpuStep)] \
             if isinstance(compiled, HeteroModule) else [compiled]

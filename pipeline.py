@@ -25,17 +25,15 @@ segments, which are compiled through `cpu_stages` like any model.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shlex
 import tempfile
 import traceback
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, llvm
@@ -50,9 +48,9 @@ from xdsl.dialects.builtin import (
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
-from xweave import plugins
+from xweave import plugins, timing
 from xweave.accel.offload import CpuSegment, OffloadPlan
-from xweave.context import DUMP_ELIDE_LARGER_THAN, make_context, print_module
+from xweave.context import make_context, print_module
 from xweave.dialects.dtypes import DtypeError, dtype_name
 from xweave.errors import InternalCompilerError, ModelError, XweaveError
 from xweave.lowering.graph_to_te import ConvertGraphToTePass
@@ -74,7 +72,8 @@ from xweave.runtime.hetero import AcceleratorStep as RunAcceleratorStep
 from xweave.runtime.hetero import CpuStep, HeteroModule
 from xweave.runtime.module import CompiledModule, TensorSpec
 from xweave.schedules import ScheduleKernelsPass, ScheduleStepError
-from xweave.target import Target, as_target, set_target
+from xweave.options import DUMP_ELIDE_LARGER_THAN, CompileOptions
+from xweave.target import as_target, set_target
 
 
 @dataclass(frozen=True)
@@ -83,42 +82,16 @@ class Stage:
 
     name: str
     passes: tuple[ModulePass, ...]
+    verified: bool = True
+    """Whether a build verifies the module after the stage (`lower(verify_each=True)`
+    verifies after every pass of every stage)."""
 
 
-@dataclass(frozen=True)
-class CompileOptions:
-    """Everything that decides how a model is compiled, in one object that travels from
-    the driver to the tuner, the dumps and the accelerators.
-
-    `target`: what code is generated for (None: the module's own `xweave.target`, else
-    the default target); `fuse=False` leaves out operator fusion (one kernel per graph
-    op); `layout=False` leaves out the layout stage (every conv stays NCHW);
-    `winograd=False` leaves out the winograd stage; `profile=True` times every kernel
-    call of @main (`passes.profile_kernels`); `tuning_records`: a records file whose
-    best schedules replace the defaults, `any_target_records=True` also applies records
-    tuned for another target; `accelerator`: the options of an accelerator target
-    (e.g. VTA's `config`, `virtual_threads`, `min_in_channels`, `calibration`).
-    """
-
-    target: Target | None = None
-    fuse: bool = True
-    layout: bool = True
-    winograd: bool = True
-    profile: bool = False
-    tuning_records: str | None = None
-    any_target_records: bool = False
-    accelerator: Mapping[str, Any] = field(default_factory=dict)
-
-    def replace(self, **changes: Any) -> CompileOptions:
-        """A copy with `changes` (`dataclasses.replace`)."""
-        return dataclasses.replace(self, **changes)
-
-    @property
-    def offload_target(self) -> OffloadTarget | None:
-        """The accelerator target the options name (None: a CPU target)."""
-        if self.target is None or self.target.is_cpu:
-            return None
-        return offload_target(self.target.kind)
+def accelerator_of(options: CompileOptions) -> OffloadTarget | None:
+    """The accelerator target the options name (None: a CPU target)."""
+    if options.target is None or options.target.is_cpu:
+        return None
+    return offload_target(options.target.kind)
 
 
 # --------------------------------------------------------------------------------------
@@ -148,7 +121,8 @@ def cpu_stages(options: CompileOptions) -> list[Stage]:
         #     group a graph.fused op.
         Stage("fused", (GraphFusePass(),)),
         # 1. Every graph op (or fused group) becomes a call of a kernel written in
-        #    tensor expressions.
+        #    tensor expressions; ops that compute the same (repeated layers) call one
+        #    kernel, so each distinct kernel is compiled once.
         Stage("te", (ConvertGraphToTePass(),)),
         # 2. Tensor expressions become naive loop nests over buffers (bufferization);
         #    a profiling build counts each kernel's float operations here.
@@ -165,8 +139,10 @@ def cpu_stages(options: CompileOptions) -> list[Stage]:
         #    profiling build times every kernel call.
         Stage("planned", (PlanMemoryPass(),
                           *((ProfileKernelsPass(),) if options.profile else ()))),
-        # 5. Loops, buffers and scalar/vector math become the llvm dialect.
-        Stage("llvm", (ConvertLoopToLLVMPass(),)),
+        # 5. Loops, buffers and scalar/vector math become the llvm dialect (verified by
+        #    LLVM when it reads the module: xDSL's verifier would walk the largest
+        #    module of the build a second time).
+        Stage("llvm", (ConvertLoopToLLVMPass(),), verified=False),
     ]
     left_out = {name for name, on in (("fused", options.fuse), ("layout", options.layout),
                                       ("winograd", options.winograd)) if not on}
@@ -177,7 +153,7 @@ def stages(options: CompileOptions | None = None) -> list[Stage]:
     """Every stage of a build with `options`, in order: `cpu_stages`, or for an
     accelerator target the graph stages before it partitions the model."""
     options = options or CompileOptions()
-    accelerator = options.offload_target
+    accelerator = accelerator_of(options)
     return accelerator.stages(options) if accelerator is not None else cpu_stages(options)
 
 
@@ -306,10 +282,14 @@ def start_in(options: CompileOptions, stage: str) -> str:
     names = stage_names(options)
     if stage in names:
         return stage
-    if options.offload_target is not None:
+    if accelerator_of(options) is not None:
         raise XweaveError(f"the IR is at stage '{stage}', but target "
-                          f"'{options.offload_target.name}' compiles from the graph stage only")
+                          f"'{accelerator_of(options).name}' compiles from the graph stage only")
     return max((n for n in names if _ORDER.index(n) < _ORDER.index(stage)), key=_ORDER.index)
+
+
+VERIFY_EACH_ENV = "XWEAVE_VERIFY_EACH"
+"""Set to 1, builds verify the IR after every pass (the tests do)."""
 
 
 def lower(
@@ -319,6 +299,7 @@ def lower(
     start: str | None = None,
     until: str | None = None,
     on_stage: Callable[[str, ModuleOp], None] | None = None,
+    verify_each: bool | None = None,
 ) -> ModuleOp:
     """Apply the stages after `start` through `until` (see `stages_between`) to
     `module` in place; from the input, the module first records `options.target`.
@@ -327,12 +308,18 @@ def lower(
     after every stage, e.g. to dump the IR or to interpret a stage and compare it with
     the one before.
 
+    The module is verified after every stage (`verify_each`: after every pass; None:
+    as `$XWEAVE_VERIFY_EACH` says, off unless it is 1), and each stage and pass is timed
+    when a `timing` collector is active.
+
     A pass that fails unexpectedly (anything but an `XweaveError` or an `OSError`, which
     the input causes: a calibration or records file that cannot be read) raises `InternalCompilerError` naming the stage, the pass and the kernel,
     after writing a reproducer: the IR before that pass, replayed by the `xweave-opt`
     command the message gives (see `write_reproducer`).
     """
     options = options or CompileOptions()
+    if verify_each is None:
+        verify_each = os.environ.get(VERIFY_EACH_ENV) == "1"
     selected = stages_between(options, start, until)
     names = stage_names(options)
     if start in (None, INPUT) or ("scheduled" in names
@@ -345,16 +332,19 @@ def lower(
     ctx = make_context()
     original = module.clone()  # kept to rebuild a reproducer
     for number, stage in enumerate(selected):
-        for index, pass_ in enumerate(stage.passes):
-            try:
-                pass_.apply(ctx, module)
-                if index == len(stage.passes) - 1:
-                    module.verify()
-            except (XweaveError, OSError):  # the input's fault (an OSError: a file it names)
-                raise
-            except Exception as e:
-                raise _crash(original, selected[:number] + [Stage(stage.name, stage.passes[:index])],
-                             stage.name, pass_, e) from e
+        with timing.scope(stage.name):
+            for index, pass_ in enumerate(stage.passes):
+                try:
+                    with timing.scope(pass_.name):
+                        pass_.apply(ctx, module)
+                    if verify_each or (stage.verified and index == len(stage.passes) - 1):
+                        with timing.scope("verify"):
+                            module.verify()
+                except (XweaveError, OSError):  # the input's fault (an OSError: a file it names)
+                    raise
+                except Exception as e:
+                    raise _crash(original, selected[:number] + [Stage(stage.name, stage.passes[:index])],
+                                 stage.name, pass_, e) from e
         if on_stage:
             on_stage(stage.name, module)
     return module
@@ -415,8 +405,8 @@ def signature_of(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 def compile_model(module: ModuleOp, options: CompileOptions | None = None,
                   dump_dir: Path | None = None, *, start: str | None = None,
-                  elide_larger_than: int = DUMP_ELIDE_LARGER_THAN
-                  ) -> CompiledModule | HeteroModule:
+                  elide_larger_than: int = DUMP_ELIDE_LARGER_THAN,
+                  verify_each: bool | None = None) -> CompiledModule | HeteroModule:
     """Compile `module` (rewritten in place) with `options` and load it: a graph-dialect
     module, or with `start` IR of that stage of `stages(options)` (see `stage_of`,
     `start_in`), which continues the pipeline from there.
@@ -428,11 +418,12 @@ def compile_model(module: ModuleOp, options: CompileOptions | None = None,
     (`cpuNN/`).
     """
     options = options or CompileOptions()
-    accelerator = options.offload_target
+    accelerator = accelerator_of(options)
     if accelerator is not None:
         if start not in (None, INPUT):
             start_in(options, start)  # raises: accelerators start from the graph stage
-        return _compile_offloaded(module, options, accelerator, dump_dir, elide_larger_than)
+        return _compile_offloaded(module, options, accelerator, dump_dir, elide_larger_than,
+                                  verify_each)
     signature = signature_of(module)
     names = stage_names(options)
     weights_stage = names[names.index("llvm") - 1]  # the last loop stage has the weights
@@ -452,7 +443,7 @@ def compile_model(module: ModuleOp, options: CompileOptions | None = None,
     if given:
         assert start is not None
         on_stage(start, module)
-    lower(module, options, start=start, on_stage=on_stage)
+    lower(module, options, start=start, on_stage=on_stage, verify_each=verify_each)
     loaded = compile_lowered(module, params, signature)
     if dump_dir is not None:
         (dump_dir / f"{len(names):02d}-optimized.ll").write_text(loaded.llvm_ir)
@@ -464,18 +455,22 @@ def compile_lowered(module: ModuleOp, params: dict[str, np.ndarray],
                     signature: tuple[list[TensorSpec], list[TensorSpec]]) -> CompiledModule:
     """An llvm-dialect model (`lower`ed; `params`: the weights its last loop stage
     held) compiled for its target CPU, with its ABI description, and loaded."""
-    compiled = compile_llvm(module, abi_of(module, params, signature))
-    return CompiledModule(compiled.object_bytes, params, compiled, verify_params=False)
+    with timing.scope("codegen"):
+        compiled = compile_llvm(module, abi_of(module, params, signature))
+    with timing.scope("load"):
+        return CompiledModule(compiled.object_bytes, params, compiled, verify_params=False)
 
 
 def _compile_offloaded(module: ModuleOp, options: CompileOptions, accelerator: OffloadTarget,
-                       dump_dir: Path | None, elide_larger_than: int) -> HeteroModule:
+                       dump_dir: Path | None, elide_larger_than: int,
+                       verify_each: bool | None) -> HeteroModule:
     """The accelerator's stages, its partition, then every CPU segment compiled for the
     CPU with the same options (see `OffloadTarget`)."""
     accelerator.check_options(options)
     inputs, outputs = signature_of(module)
-    lower(module, options)
-    plan = accelerator.partition(module, options)
+    lower(module, options, verify_each=verify_each)
+    with timing.scope("partition"):
+        plan = accelerator.partition(module, options)
     if dump_dir is not None:
         dump_dir.mkdir(parents=True, exist_ok=True)
         dump_stage(dump_dir, accelerator.stages(options)[-1].name, 0, None, [], module,
@@ -486,7 +481,9 @@ def _compile_offloaded(module: ModuleOp, options: CompileOptions, accelerator: O
     for i, step in enumerate(plan.steps):
         if isinstance(step, CpuSegment):
             sub = dump_dir / f"cpu{i:02d}" if dump_dir is not None else None
-            compiled = compile_model(step.module, cpu, sub, elide_larger_than=elide_larger_than)
+            with timing.scope(f"cpu segment {i}"):
+                compiled = compile_model(step.module, cpu, sub, elide_larger_than=elide_larger_than,
+                                         verify_each=verify_each)
             assert isinstance(compiled, CompiledModule)
             steps.append(CpuStep(compiled, step.inputs, step.outputs))
         else:

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import llvmlite.binding as llvm
-from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from xweave.errors import XweaveError
 
@@ -423,14 +422,23 @@ def as_target(target: Target | str | None) -> Target:
 # ----------------------------------------------------------------------------------
 
 
+# (xDSL is imported lazily below: loading a compiled module, a compile-cache hit, reads
+# targets but no IR, and should not take the time to import xDSL; whoever has an op
+# has imported it already.)
+
+
 def set_target(module, target: Target) -> None:
     """Record the resolved `target` on a `builtin.module`."""
+    from xdsl.dialects.builtin import StringAttr
+
     module.attributes[TARGET_ATTR] = StringAttr(str(target.resolve()))
 
 
 def target_of(op) -> Target:
     """The target recorded on the module holding `op` (or `op` itself, a module);
     the default target when there is none."""
+    from xdsl.dialects.builtin import ModuleOp, StringAttr
+
     while op is not None and not (isinstance(op, ModuleOp) and TARGET_ATTR in op.attributes):
         op = op.parent_op()
     if op is None:

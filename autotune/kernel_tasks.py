@@ -328,7 +328,7 @@ def loop_stage(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
     """The model lowered to the loop stage (unscheduled kernels), as `xweave.build` with
     `options` lowers it (their target, default: the default target; their fuse,
     layout and winograd choices)."""
-    from xweave.driver import load_model  # lazy: see the note above
+    from xweave.compiling import load_model  # lazy: see the note above
     from xweave.pipeline import CompileOptions, lower
     from xweave.target import as_target
 

@@ -128,7 +128,7 @@ def check_model(name: str, model, target: str, emu: Emulation, runner: Path,
 
 def check_models(names: list[str], target: str = DEFAULT_TARGET, threads: int = 1
                  ) -> list[dict] | str:
-    """`check_model` for each model of `names` (keys of `models.TEST_SIZES`), or why
+    """`check_model` for each model of `names` (keys of `models.SMALL`), or why
     the tools are missing."""
     import models
 
@@ -140,7 +140,7 @@ def check_models(names: list[str], target: str = DEFAULT_TARGET, threads: int = 
         directory = Path(tmp)
         runner = build_runner(emu, directory)
         for name in names:
-            records.append(check_model(name, models.build_test_size(name), target, emu,
+            records.append(check_model(name, models.build_small(name), target, emu,
                                        runner, directory, threads))
     return records
 
@@ -150,18 +150,18 @@ def main() -> None:
     import models
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", help="comma-separated names of models.TEST_SIZES "
+    parser.add_argument("--models", help="comma-separated names of models.SMALL "
                         "(default: all)")
     parser.add_argument("--target", default=DEFAULT_TARGET,
                         help=f"the cross target (default: {DEFAULT_TARGET!r})")
     parser.add_argument("--threads", type=int, default=2,
                         help="threads of the emulated run (default: 2)")
     args = parser.parse_args()
-    names = args.models.split(",") if args.models else list(models.TEST_SIZES)
-    unknown = [n for n in names if n not in models.TEST_SIZES]
+    names = args.models.split(",") if args.models else list(models.SMALL)
+    unknown = [n for n in names if n not in models.SMALL]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)} (known: "
-                     f"{', '.join(models.TEST_SIZES)})")
+                     f"{', '.join(models.SMALL)})")
     log(f"machine: {machine()}")
     emu = emulation(args.target)
     if isinstance(emu, str):
@@ -171,7 +171,7 @@ def main() -> None:
         directory = Path(tmp)
         runner = build_runner(emu, directory)
         for name in names:
-            record = check_model(name, models.build_test_size(name), args.target, emu, runner,
+            record = check_model(name, models.build_small(name), args.target, emu, runner,
                                  directory, args.threads)
             emit(record)
             failed += not record["ok"]

@@ -643,17 +643,10 @@ MODELS = {
 """The benchmark models by name, full size with the defaults."""
 
 
-def build(name: str, **kwargs) -> onnx.ModelProto:
-    """Model `name` (a key of MODELS), scaled by the builder's keyword arguments."""
-    if name not in MODELS:
-        raise KeyError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
-    return MODELS[name](**kwargs)
-
-
 # Same architectures, small: tiny images, few channels, the first stages only. Each
 # keeps what makes the architecture (downsampling shortcut, bottleneck, inverted
 # residual with and without expansion, Fire module with MaxPool ceil_mode, attention).
-TEST_SIZES = {
+SMALL = {
     "resnet18": dict(image=32, width=8, classes=10, blocks=(1, 1)),
     "resnet50": dict(image=32, width=4, classes=10, blocks=(1, 1)),
     "mobilenet_v2": dict(image=32, width_mult=0.25, classes=10,
@@ -677,13 +670,20 @@ TEST_SIZES = {
     "convnext_tiny": dict(image=32, classes=10, depths=(1, 1), dims=(16, 32)),
     "vit": dict(image=32, patch=8, hidden=32, heads=4, mlp=64, layers=1, classes=10),  # 17 tokens
 }
-"""Keyword arguments of each architecture at the size the tests run it (a key with
-`_decomposed` is BERT with its LayerNormalization decomposed)."""
+"""Each architecture scaled down for the tests and the benchmarks' smoke runs (keys as
+`MODELS`, plus `bert_encoder_decomposed`: build it with `build_small`)."""
 
 
-def build_test_size(name: str) -> onnx.ModelProto:
-    """Model `name` (a key of TEST_SIZES) at its test size."""
-    return build(name.removesuffix("_decomposed"), **TEST_SIZES[name])
+def build_small(name: str) -> onnx.ModelProto:
+    """Model `name` of `SMALL`, scaled down."""
+    return build(name.removesuffix("_decomposed"), **SMALL[name])
+
+
+def build(name: str, **kwargs) -> onnx.ModelProto:
+    """Model `name` (a key of MODELS), scaled by the builder's keyword arguments."""
+    if name not in MODELS:
+        raise KeyError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
+    return MODELS[name](**kwargs)
 
 
 def model_path(name: str) -> Path:

@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import VerifyException
 from xweave.dialects import graph
 from xweave.dialects.dtypes import numpy_dtype
 from xweave.errors import ModelError, UnsupportedOpsError
-from xweave.frontend.onnx_checks import MAX_RUNTIME_ELEMENTS, check_size, node_label
+from xweave.frontend.onnx_checks import check_size, node_label, runtime_element_limit
 from xweave.frontend.registry import OPS
 from xweave.frontend.support import attributes, short_label, unsupported_error
 
@@ -208,7 +208,7 @@ class Importer:
             for out in node.output:
                 if out in self.onnx_shapes:
                     check_size(self.source, f"{self.label}: output '{out}'", self.onnx_shapes[out],
-                               MAX_RUNTIME_ELEMENTS)
+                               runtime_element_limit())
             inputs = [np.asarray(self.constants[n]) if n else None for n in node.input]
             try:
                 outputs = evaluate_reference(node, inputs, self.opset)
@@ -239,7 +239,8 @@ class Importer:
             if not out:
                 continue
             expected, got = self.onnx_shapes.get(out), self.shape_of_value(result)
-            check_size(self.source, f"{self.label}: output '{out}'", got, MAX_RUNTIME_ELEMENTS)
+            check_size(self.source, f"{self.label}: output '{out}'", got,
+                       runtime_element_limit())
             if 0 in got:
                 raise self.unsupported(node, f"an empty result ('{out}' of shape {list(got)})")
             if expected is not None and got != expected:

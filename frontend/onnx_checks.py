@@ -13,9 +13,11 @@ input, and the problem:
   windowed operators (conv, pooling: `auto_pad`, strides, dilations, pads, kernel);
 * initializers whose data matches their declared shape (`onnx.checker.check_tensor`);
 * sizes: no constant (initializer, folded value) of more than `MAX_ELEMENTS` elements,
-  allocated at import, and no run-time tensor (model input, node output) of more than
-  `MAX_RUNTIME_ELEMENTS`: bigger models compile, and running one that does not fit the
-  machine's memory is one error (the arena is allocated per call, not at compile time).
+  allocated at import, and no run-time tensor (model input, node output) of more
+  float32 elements than this machine's memory holds (`runtime_element_limit`): such a
+  tensor could never be allocated, and a model file of a few hundred bytes claiming one
+  must not make the compiler work in proportion to it. Below that, a model compiles, and
+  a run that does not fit is one `ArenaError` (the arena is allocated per call).
 
 `onnx.checker.check_model` itself is not used: it also requires a shape on every graph
 input and output, which ONNX Runtime does not and many exported models lack; its node
@@ -27,6 +29,7 @@ and tensor checks are (`check_node`, `check_tensor`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from math import prod
 
@@ -39,8 +42,17 @@ MAX_ELEMENTS = 2**31 - 1
 """The most elements one constant may have (8 GiB of float32): it is allocated at import."""
 
 MAX_RUNTIME_ELEMENTS = 2**40
-"""The most elements one run-time tensor may have (4 TiB of float32, past any machine's
-memory); below it, a model compiles and a run that does not fit is one `ArenaError`."""
+"""The most elements one run-time tensor may have on any machine (4 TiB of float32)."""
+
+
+def runtime_element_limit() -> int:
+    """The most elements one run-time tensor may have here: as many float32 as this
+    machine's physical memory holds, and at most `MAX_RUNTIME_ELEMENTS`."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system
+        return MAX_RUNTIME_ELEMENTS
+    return min(MAX_RUNTIME_ELEMENTS, max(memory, 1) // 4)
 
 MAX_WINDOW_WORK = 2**38
 """The most multiply-adds (conv) or window steps (pooling) one windowed node may take:
@@ -137,7 +149,8 @@ def _check_value_types(graph: onnx.GraphProto, source: str) -> None:
                         raise _fail(source, f"graph input '{v.name}' has a negative "
                                             f"dimension {min(dims)}")
                     if len(dims) == len(t.shape.dim):
-                        check_size(source, f"graph input '{v.name}'", dims, MAX_RUNTIME_ELEMENTS)
+                        check_size(source, f"graph input '{v.name}'", dims,
+                                   runtime_element_limit())
 
 
 def _check_initializers(model: onnx.ModelProto, source: str) -> None:
@@ -297,8 +310,10 @@ def check_size(source: str, what: str, shape: Sequence[int],
     """Refuse a tensor of more than `limit` elements before anything allocates it."""
     count = prod(int(d) for d in shape)
     if count > limit:
+        why = (", as many float32 as this machine's memory holds"
+               if limit == runtime_element_limit() < MAX_RUNTIME_ELEMENTS else "")
         raise _fail(source, f"{what} of shape {list(shape)} is too large: {count} elements "
-                            f"(at most {limit})")
+                            f"(at most {limit}{why})")
 
 
 def check_ranks(source: str, label: str, data: Sequence[int], weight: Sequence[int] | None,

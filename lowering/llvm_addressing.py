@@ -33,6 +33,7 @@ from xdsl.ir.affine import (
 
 from xweave.dialects import loop
 from xweave.lowering.llvm_builder import (
+    NSW,
     FunctionBuilder,
     LoweringError,
     byte_size,
@@ -42,7 +43,6 @@ from xweave.lowering.llvm_builder import (
 )
 from xweave.passes.loop_analysis import Linear
 
-_NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
 _SLT = IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)
 
 
@@ -166,9 +166,9 @@ class AddressBuilder(FunctionBuilder):
                 a = self._emit_expr(lhs, operands, num_dims)
                 b = self._emit_expr(rhs, operands, num_dims)
                 if kind == AffineBinaryOpKind.Add:
-                    return self.emit1(llvm.AddOp(a, b, overflow=_NSW))
+                    return self.emit1(llvm.AddOp(a, b, overflow=NSW))
                 if kind == AffineBinaryOpKind.Mul:
-                    return self.emit1(llvm.MulOp(a, b, overflow=_NSW))
+                    return self.emit1(llvm.MulOp(a, b, overflow=NSW))
                 # mod, floordiv, ceildiv: the divisor is a positive constant in affine maps
                 q = self.emit1(llvm.SDivOp(a, b))
                 r = self.emit1(llvm.SRemOp(a, b))
@@ -192,12 +192,12 @@ class AddressBuilder(FunctionBuilder):
                 continue
             term = value
             if coeff != 1:
-                term = self.emit1(llvm.MulOp(value, self.const(coeff), overflow=_NSW))
-            total = term if total is None else self.emit1(llvm.AddOp(total, term, overflow=_NSW))
+                term = self.emit1(llvm.MulOp(value, self.const(coeff), overflow=NSW))
+            total = term if total is None else self.emit1(llvm.AddOp(total, term, overflow=NSW))
         if total is None:
             return const
         if const:
-            total = self.emit1(llvm.AddOp(total, self.const(const), overflow=_NSW))
+            total = self.emit1(llvm.AddOp(total, self.const(const), overflow=NSW))
         return total
 
 

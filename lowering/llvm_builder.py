@@ -38,6 +38,10 @@ PTR = llvm.LLVMPointerType()
 CONTRACT = llvm.FastMathAttr([FastMathFlag.ALLOW_CONTRACT])
 """The fast-math flags of every float op: fusion into FMA only, never reassociation."""
 
+NSW = IntegerAttr(llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP]).to_int(), 32)
+"""The `nsw` flag of index arithmetic, as the integer attribute the ops hold (given an
+`OverflowAttr`, an op converts it anew each time)."""
+
 
 class LoweringError(XweaveError):
     """The module holds something `convert-loop-to-llvm` cannot lower."""

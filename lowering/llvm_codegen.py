@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm_binding
@@ -38,10 +38,12 @@ from xdsl.backend.llvm.convert import _convert_global, _declare_func
 from xdsl.backend.llvm.convert_op import convert_op
 from xdsl.backend.llvm.convert_type import convert_type
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation
 from xdsl.rewriter import Rewriter
 
+from xweave import timing
+from xweave.parallel import map_forked
 from xweave.context import parse_module
 from xweave.errors import ModelError
 from xweave.lowering.llvm_loops import NO_LLVM_UNROLL
@@ -110,38 +112,54 @@ def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None
     if isinstance(module, str) and _is_llvm_ir_text(module):
         if abi is not None:
             raise JITError("compile_llvm: an ABI description needs an llvm-dialect module")
-        text = module
         resolved = as_target(target).resolve()
-        tm = target_machine(resolved)
+        units = [lambda: module]
     else:
         if isinstance(module, str):
             module = parse_module(module)
         resolved = (as_target(target) if target is not None else target_of(module)).resolve()
-        tm = target_machine(resolved)
-        ir_module, param_names = _to_llvm_ir(module, tm)
-        if abi is not None:
-            _add_abi(ir_module, {**abi, "target": target_description(resolved)})
-            _add_entry(ir_module)
-        text = _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
+        extra = {**abi, "target": target_description(resolved)} if abi is not None else None
+        units, param_names = _units(module, resolved, extra)
+    tm = target_machine(resolved)
+    # Each unit (@main, each kernel) is translated and optimized on its own, in
+    # parallel (`xweave.parallel`); the optimized units are linked into one module,
+    # whose machine code is generated once.
+    order = sorted(range(len(units)), key=lambda i: -units[i].size) \
+        if all(hasattr(u, "size") for u in units) else None
+    bitcode = map_forked(len(units), lambda i: _optimized_bitcode(units[i](), resolved),
+                         order=order)
+    with timing.scope("link"):
+        mod = llvm_binding.parse_bitcode(bitcode[0])
+        for other in bitcode[1:]:
+            mod.link_in(llvm_binding.parse_bitcode(other))
+    optimized = str(mod)
+    with timing.scope("LLVM code generation"):
+        object_bytes = tm.emit_object(mod)
+    return CompiledObject(object_bytes, optimized, param_names, resolved)
+
+
+def _optimized_bitcode(text: str, target: Target) -> bytes:
+    """One unit's LLVM IR, verified and optimized (O3) for `target`, as bitcode."""
+    tm = target_machine(target)
     try:
-        mod = llvm_binding.parse_assembly(text)
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        mod.verify()
+        with timing.scope("parse LLVM IR"):
+            mod = llvm_binding.parse_assembly(text)
+            mod.triple = tm.triple
+            mod.data_layout = str(tm.target_data)
+            mod.verify()
     except RuntimeError as e:
         raise JITError(f"LLVM rejected the generated IR: {e}") from None
-    _optimize(mod, tm)
-    optimized = str(mod)
-    object_bytes = tm.emit_object(mod)
-    return CompiledObject(object_bytes, optimized, param_names, resolved)
+    with timing.scope("LLVM O3"):
+        _optimize(mod, tm)
+    return mod.as_bitcode()
 
 
 def translate_to_llvm_ir(module: ModuleOp) -> str:
     """The LLVM IR of an llvm-dialect module, before optimization (what `compile_llvm`
-    hands to LLVM, `mlir-translate --mlir-to-llvmir`'s counterpart; `xweave-opt -t llvm`)."""
-    resolved = target_of(module).resolve()
-    ir_module, _ = _to_llvm_ir(module, target_machine(resolved))
-    return _with_vector_width(_with_loop_ids(str(ir_module)), resolved)
+    hands to LLVM, in one unit; `mlir-translate --mlir-to-llvmir`'s counterpart,
+    `xweave-opt -t llvm`)."""
+    return _translate(module, None, _param_globals(module), target_of(module).resolve(),
+                      None, True)
 
 
 def _is_llvm_ir_text(text: str) -> bool:
@@ -157,10 +175,63 @@ def _optimize(mod: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine) -> No
     mpm.run(mod, pb)
 
 
-def _to_llvm_ir(
-    module: ModuleOp, tm: llvm_binding.TargetMachine
-) -> tuple[llvm_ir.Module, tuple[str, ...]]:
-    """`convert_module`, with parameter globals turned into a pointer table."""
+class _Unit:
+    """The LLVM IR text of some functions of a module, made when called (in a worker)."""
+
+    def __init__(self, make: Callable[[], str], size: int):
+        self.make = make
+        self.size = size
+        """How much IR it holds (ops), to start the largest first."""
+
+    def __call__(self) -> str:
+        with timing.scope("translate to LLVM IR"):
+            return self.make()
+
+
+def _units(module: ModuleOp, target: Target, abi: Mapping[str, object] | None
+           ) -> tuple[list[_Unit], tuple[str, ...]]:
+    """The module's translation units, @main's first (with the globals, the parameter
+    table and the ABI; without a @main, the first kernel's), then one per kernel with
+    the internal functions it uses (its outlined parallel loops); and the parameter
+    names in the table's order."""
+    params = _param_globals(module)
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp)}
+    internal = {name for name, f in functions.items() if f.body.blocks
+                and f.linkage is not None and f.linkage.linkage.data == "internal"}
+    roots = [name for name, f in functions.items() if f.body.blocks and name not in internal]
+    roots.sort(key=lambda name: name != "main")
+
+    def group(root: str) -> list[str]:
+        found, todo = [root], [root]
+        while todo:
+            for name in _references(functions[todo.pop()]):
+                if name in internal and name not in found:
+                    found.append(name)
+                    todo.append(name)
+        return found
+
+    units = []
+    for index, root in enumerate(roots or [None]):
+        names = group(root) if root is not None else []
+        size = sum(1 for name in names for _ in functions[name].walk())
+        first = index == 0  # (defines the globals: @main's unit, if there is a @main)
+        units.append(_Unit(lambda names=names, first=first: _translate(
+            module, names, params, target, abi if first else None, first), size))
+    return units, tuple(name[len(PARAM_PREFIX):] for name in params)
+
+
+def _references(function: llvm.FuncOp) -> set[str]:
+    """The symbols `function`'s ops name (callees, addresses taken)."""
+    found = set()
+    for op in function.walk():
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(attr, SymbolRefAttr):
+                found.add(attr.root_reference.data)
+    return found
+
+
+def _param_globals(module: ModuleOp) -> dict[str, tuple[int, llvm.GlobalOp]]:
+    """The parameter globals (bound through the table), with their table index."""
     params: dict[str, tuple[int, llvm.GlobalOp]] = {}
     for op in module.ops:
         if (
@@ -170,15 +241,39 @@ def _to_llvm_ir(
             and op.linkage.linkage.data == "external"
         ):
             params[op.sym_name.data] = (len(params), op)
+    return params
 
+
+def _translate(module: ModuleOp, names: Sequence[str] | None,
+               params: Mapping[str, tuple[int, llvm.GlobalOp]], target: Target,
+               abi: Mapping[str, object] | None, main: bool) -> str:
+    """The LLVM IR of the functions `names` of `module` (None: all) for `target`, with
+    what they refer to declared (or, for an internal global, defined); the `main` unit
+    also defines the globals, the parameter table (its names and sizes) and `abi`.
+    Parameter globals become table entries."""
+    tm = target_machine(target)
     ops: list[Operation] = []
+    wanted = set(names) if names is not None else None
+    used: set[str] = set()
     for op in module.ops:
-        if op.name == "llvm.mlir.global" and op.sym_name.data in params:
-            continue
-        if isinstance(op, llvm.FuncOp) and params and _uses_params(op, params):
-            op = _with_param_table(op, params)
-        ops.append(op)
-    if params:
+        if isinstance(op, llvm.FuncOp) and (wanted is None or op.sym_name.data in wanted):
+            if params and _uses_params(op, params):
+                op = _with_param_table(op, params)
+            used |= _references(op)
+            ops.append(op)
+    for op in module.ops:
+        name = getattr(op, "sym_name", None)
+        name = name.data if name is not None else None
+        if isinstance(op, llvm.FuncOp) and name not in (wanted or ()) and wanted is not None:
+            if name in used:  # another unit's function: declared here
+                ops.append(llvm.FuncOp(name, op.function_type,
+                                       linkage=llvm.LinkageAttr("external")))
+        elif isinstance(op, llvm.GlobalOp) and name not in params:
+            if main or (name in used and op.linkage.linkage.data != "external"):
+                ops.append(op)
+            elif name in used:  # defined by the main unit
+                ops.append(llvm.GlobalOp(op.global_type, name, "external"))
+    if params and (main or PARAM_TABLE in used or any(n in used for n in params)):
         table_type = llvm.LLVMArrayType(len(params), llvm.LLVMPointerType())
         ops.insert(0, llvm.GlobalOp(table_type, PARAM_TABLE, "external"))
 
@@ -186,14 +281,15 @@ def _to_llvm_ir(
         ir_module = _convert_module(ops, tm)
     except NotImplementedError as e:
         raise JITError(f"cannot translate to LLVM IR: {e}") from None
-
     for fn in ir_module.functions:
         if not fn.is_declaration:
             fn.attributes.add("nounwind")
-
-    names = tuple(name[len(PARAM_PREFIX):] for name in params)
-    _add_param_metadata(ir_module, params, tm)
-    return ir_module, names
+    if main:
+        _add_param_metadata(ir_module, params, tm)
+        if abi is not None:
+            _add_abi(ir_module, abi)
+            _add_entry(ir_module)
+    return _with_vector_width(_with_loop_ids(str(ir_module)), target)
 
 
 def _convert_module(ops: Sequence[Operation], tm: llvm_binding.TargetMachine) -> llvm_ir.Module:

@@ -46,7 +46,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from xweave.dialects import loop
-from xweave.lowering.llvm_builder import PTR, byte_size, element_type, num_elements
+from xweave.lowering.llvm_builder import NSW, PTR, byte_size, element_type, num_elements
 from xweave.lowering.llvm_loop_lowering import LoopLowering
 from xweave.lowering.llvm_loops import lower_serial_for
 from xweave.lowering.llvm_params import get_global_name, is_get_global
@@ -59,7 +59,6 @@ _VOID = llvm.LLVMVoidType()
 _GOMP_PARALLEL = llvm.LLVMFunctionType([PTR, PTR, i32, i32], _VOID)
 _OMP_QUERY = llvm.LLVMFunctionType([], i32)
 _WORKER = llvm.LLVMFunctionType([PTR], _VOID)
-_NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
 
 
 def _icmp(name: str) -> IntegerAttr:
@@ -220,9 +219,9 @@ class _ParallelLoop:
         def iteration(t: SSAValue) -> None:
             iv = t
             if step != 1:
-                iv = body.emit1(llvm.MulOp(iv, body.const(step), overflow=_NSW))
+                iv = body.emit1(llvm.MulOp(iv, body.const(step), overflow=NSW))
             if lb != 0:
-                iv = body.emit1(llvm.AddOp(iv, body.const(lb), overflow=_NSW))
+                iv = body.emit1(llvm.AddOp(iv, body.const(lb), overflow=NSW))
             body.map(op.induction_var, iv)
             body.lower_ops(op.body.block)
 
@@ -255,9 +254,9 @@ class _ParallelLoop:
         nth = w.call_external("omp_get_num_threads", _OMP_QUERY, [])
         tid, nth = w.emit1(llvm.SExtOp(tid, i64)), w.emit1(llvm.SExtOp(nth, i64))
         count = w.const(n)
-        begin = w.emit1(llvm.SDivOp(w.emit1(llvm.MulOp(tid, count, overflow=_NSW)), nth))
-        next_tid = w.emit1(llvm.AddOp(tid, w.const(1), overflow=_NSW))
-        end = w.emit1(llvm.SDivOp(w.emit1(llvm.MulOp(next_tid, count, overflow=_NSW)), nth))
+        begin = w.emit1(llvm.SDivOp(w.emit1(llvm.MulOp(tid, count, overflow=NSW)), nth))
+        next_tid = w.emit1(llvm.AddOp(tid, w.const(1), overflow=NSW))
+        end = w.emit1(llvm.SDivOp(w.emit1(llvm.MulOp(next_tid, count, overflow=NSW)), nth))
         w.emit(llvm.CallOp(self.body_name, *values, begin, end))
         w.emit(llvm.ReturnOp(None))
         fl.module.add_function(

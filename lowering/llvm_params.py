@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 
 from xweave.dialects import dtypes
-from xweave.dialects.graph.resources import resource_data
+from xweave.dialects.graph.resources import blob_of, resource_array
 from xweave.lowering.llvm_builder import LoweringError, num_elements
 from xweave.runtime.abi import PARAM_PREFIX
 
@@ -139,29 +139,24 @@ def numpy_dtype(element: Attribute) -> np.dtype:
     return dtype.newbyteorder("<")
 
 
-def resource_blob(key: str) -> bytes:
-    """The bytes of a builtin `dense_resource` blob (MLIR's format: 4-byte alignment, data)."""
-    text = resource_data(key)
-    if not text:
-        raise LoweringError(
-            f"dense_resource<{key}>: no such blob in the module's dialect_resources"
-        )
-    raw = bytes.fromhex(text[2:] if text.startswith("0x") else text)
-    return raw[4:]
-
-
 def decode(value: Attribute, memref_type: MemRefType, name: str = "?") -> np.ndarray:
     """The contents of a dense or dense_resource attribute as an array of the memref's shape."""
     dtype = numpy_dtype(memref_type.get_element_type())
     shape = tuple(memref_type.get_shape())
     count = num_elements(memref_type)
     if isinstance(value, DenseIntOrFPElementsAttr):
-        data = value.data.data
+        flat = np.frombuffer(value.data.data, dtype=dtype)
     elif isinstance(value, DenseResourceAttr):
-        data = resource_blob(value.resource_handle.data)
+        blob = blob_of(value)
+        if blob is None:
+            raise LoweringError(f"dense_resource<{value.resource_handle.data}>: no such "
+                                "blob in the module's dialect_resources")
+        if blob.nbytes % dtype.itemsize:
+            raise LoweringError(f"parameter '{name}': {blob.nbytes} bytes stored, not a "
+                                f"whole number of {dtype} elements")
+        flat = resource_array(value, dtype, (blob.nbytes // dtype.itemsize,))
     else:
         raise LoweringError(f"parameter '{name}': unsupported initial value {value}")
-    flat = np.frombuffer(data, dtype=dtype)
     if flat.size == 1 and count != 1:
         return np.full(shape, flat[0], dtype=dtype)
     if flat.size != count:

@@ -69,6 +69,7 @@ from xdsl.passes import ModulePass
 from xweave.dialects import loop
 from xweave.lowering.llvm_addressing import UNBOUNDED, access_parts, pow2
 from xweave.lowering.llvm_builder import (
+    NSW,
     PTR,
     LoweringError,
     byte_size,
@@ -119,8 +120,8 @@ LOCAL_ALIGNMENT = 32
 LOCAL_STACK_LIMIT = 512 * 1024
 """Local buffers larger than this (bytes) go to the heap instead of the stack."""
 
-_NSW_NUW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP])
-_NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+_NSW_NUW = IntegerAttr(llvm.OverflowAttr(
+    [llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP]).to_int(), 32)
 _SLT = IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)
 
 _ALIGNED_ALLOC = llvm.LLVMFunctionType([i64, i64], PTR)
@@ -523,7 +524,7 @@ class FunctionLowering(LoopLowering):
             self.map(arg, value)
         yield_op = self.lower_ops(op.body.block)
         carried = [self.get(v) for v in yield_op.operands] if yield_op is not None else []
-        nxt = self.emit1(llvm.AddOp(header.args[0], step, overflow=_NSW))
+        nxt = self.emit1(llvm.AddOp(header.args[0], step, overflow=NSW))
         self.emit(llvm.BrOp(header, nxt, *carried))
         self.place(exit_block)
         for result, value in zip(op.results, header.args[1:]):

@@ -23,6 +23,7 @@ the simplified map.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -262,8 +263,22 @@ def simplify_expr(expr: AffineExpr, ranges: Ranges = (), fold_dims: bool = True)
 
 def simplify_map(amap: AffineMap, ranges: Ranges = (), fold_dims: bool = True) -> AffineMap:
     """`amap` with every result simplified over `ranges` (of its dims)."""
+    if isinstance(ranges, Mapping):
+        return _simplify_map(amap, ranges, fold_dims)
+    return _simplify_map_memo(amap, tuple(ranges), fold_dims)
+
+
+def _simplify_map(amap: AffineMap, ranges: Ranges, fold_dims: bool) -> AffineMap:
     return AffineMap(amap.num_dims, amap.num_symbols,
                      tuple(simplify_expr(r, ranges, fold_dims) for r in amap.results))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _simplify_map_memo(amap: AffineMap, ranges: tuple[Interval, ...],
+                       fold_dims: bool) -> AffineMap:
+    # The same accesses are simplified again and again (every round of loop-simplify,
+    # every copy of an unrolled body): a pure function of its arguments, remembered.
+    return _simplify_map(amap, ranges, fold_dims)
 
 
 def _recombine_div_mod(form: Linear) -> None:

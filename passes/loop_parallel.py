@@ -54,6 +54,11 @@ from xweave.passes.loop_utils import affine_of, constant_index, enclosing_loops,
 PAIRWISE_LIMIT = 4096
 """Above this many iterations, only a single-dimension proof of independence is tried."""
 
+ITERATION_LIMIT = 1 << 20
+"""Above this many iterations no proof is tried (it holds arrays of one entry per
+iteration): the loop stays serial. Tiled loops have far fewer; a loop this long is a
+tensor's whole extent, often a size the model only claims."""
+
 
 @dataclass(frozen=True)
 class LoopParallelPass(ModulePass):
@@ -236,6 +241,9 @@ def _check(for_op: loop.ForOp) -> None:
                     f"the local buffer {_name(buffer)} is allocated outside the loop and "
                     f"written inside it ('{store.name}'): one copy shared by all threads"
                 )
+    if for_op.extent > ITERATION_LIMIT:
+        raise _Conflict(f"cannot prove that its {for_op.extent} iterations are independent "
+                        f"(more than {ITERATION_LIMIT} to analyse)")
     xs = np.array(for_op.range, dtype=np.int64)
     for buffer, store in written.items():
         group = [a for a in accesses if a.buffer == buffer]

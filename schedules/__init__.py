@@ -21,6 +21,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
+from xweave import timing
+from xweave.parallel import map_kernels
 from xweave.context import make_context
 from xweave.dialects import loop
 from xweave.errors import XweaveError
@@ -86,7 +88,8 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
     applied = []
     for spec in steps:
         try:
-            PassPipeline.parse_spec(get_all_passes(), spec).apply(ctx, module)
+            with timing.scope(spec.split("{", 1)[0]):
+                PassPipeline.parse_spec(get_all_passes(), spec).apply(ctx, module)
         except PassFailedException:
             if not skip_illegal:
                 raise
@@ -97,6 +100,33 @@ def apply_steps(module: ModuleOp, steps: list[str], *, skip_illegal: bool,
             raise ScheduleStepError(kernel, spec, e) from e
         applied.append(spec)
     return applied
+
+
+PARALLEL_MIN_KERNELS = 8
+"""Modules with fewer kernels are scheduled in this process: forking workers costs
+more than a few small kernels take."""
+
+
+def schedule_kernel(kernel: func.FuncOp, steps: list[str] | None) -> list[str]:
+    """Apply `steps` (None: the kernel's default schedule) to `kernel`, in place, in a
+    module of its own; returns the steps applied (`apply_steps`)."""
+    name = kernel.sym_name.data
+    module = kernel.parent_op()
+    assert isinstance(module, ModuleOp)
+    if steps is None:
+        try:
+            steps = default_schedule(kernel)
+        except XweaveError:
+            raise
+        except Exception as e:
+            raise ScheduleStepError(name, "(choosing the schedule)", e) from e
+    with timing.scope("kernels"):  # (the count of distinct kernels, and their total)
+        return apply_steps(module, steps, skip_illegal=True, kernel=name)
+
+
+def _cost(kernel: func.FuncOp) -> int:
+    """What scheduling `kernel` is likely to take, to start the largest first."""
+    return sum(1 for _ in kernel.walk())
 
 
 @dataclass(frozen=True)
@@ -119,6 +149,7 @@ class ScheduleKernelsPass(ModulePass):
         skipped = {}
         n_tuned = 0
         kernels = [f for f in op.ops if loop.is_kernel(f)]
+        chosen: list[list[str] | None] = []  # None: the default schedule
         for kernel in kernels:
             name = kernel.sym_name.data
             try:
@@ -128,16 +159,22 @@ class ScheduleKernelsPass(ModulePass):
                     logger.info("%s (%s): %s", name, kernel_key(kernel).split("#")[0],
                                 "tuned schedule" if steps is not None else
                                 "default schedule (" + tuned.why_default(kernel) + ")")
-                steps = default_schedule(kernel) if steps is None else steps
             except XweaveError:
                 raise
             except Exception as e:
                 raise ScheduleStepError(name, "(choosing the schedule)", e) from e
             if tuned is not None and name in tuned.skipped:
                 skipped[name] = tuned.skipped[name]
-            applied = apply_steps(op, steps, skip_illegal=True, kernel=name)
-            if tuned is not None and tuned.steps_for(kernel) is not None:
-                tuned.report_refused(kernel, steps, applied)
+            chosen.append(steps)
+        names = [k.sym_name.data for k in kernels]
+        steps_of = dict(zip(names, chosen))
+        jobs = None if len(kernels) >= PARALLEL_MIN_KERNELS else 1
+        applied = map_kernels(kernels, lambda k: schedule_kernel(k, steps_of[k.sym_name.data]),
+                              jobs=jobs, cost=_cost)
+        if tuned is not None:
+            for name, steps, done in zip(names, chosen, applied):
+                if steps is not None:
+                    tuned.report_refused(name, steps, done)
         if tuned is not None:
             logger.log(NOTE, "%s: %d of %d kernels tuned",
                        self.tuning_records, n_tuned, len(kernels))

@@ -170,16 +170,16 @@ class TunedSchedules:
             return f"its records are for {self.other_targets[key]!r}"
         return "no record"
 
-    def report_refused(self, kernel: func.FuncOp, steps: list[str], applied: list[str]) -> None:
-        """Warn (one line naming the workload) when steps of a kernel's tuned schedule
-        were refused: records hold only steps that applied when they were measured."""
+    def report_refused(self, kernel: str, steps: list[str], applied: list[str]) -> None:
+        """Warn (one line naming the workload) when steps of the tuned schedule of kernel
+        `kernel` were refused: records hold only steps that applied when they were measured."""
         refused = [s for s in steps if s not in applied]
         if not refused:
             return
-        record = self.best[self.applied[kernel.sym_name.data]]
+        record = self.best[self.applied[kernel]]
         warnings.warn(f"{self.source}:{record.get('_line', '?')}: {len(refused)} of "
                       f"{len(steps)} step(s) of the tuned schedule of {record['workload']} do "
-                      f"not apply to {kernel.sym_name.data} (first: {refused[0]}); the record "
+                      f"not apply to {kernel} (first: {refused[0]}); the record "
                       "does not fit this kernel", RuntimeWarning, stacklevel=2)
 
 

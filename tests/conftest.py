@@ -1,7 +1,8 @@
 """Pin the target every test compiles for, whatever this host is: a Zen 3 (AVX2, 16
 vector registers, 8-lane vectors), the machine the schedules' expectations were written
 for. Code compiled for it runs on any x86-64 host with AVX2 and FMA. Tests of other
-machine models name their target themselves.
+machine models name their target themselves. Every build verifies the IR after every
+pass (`XWEAVE_VERIFY_EACH=1`), not only after every stage as builds do by default.
 
 Every test gets a compile cache of its own, empty (`XWEAVE_CACHE_DIR`), and fixtures
 broader than a test one of the session's: no test writes the user's cache or loads an
@@ -15,6 +16,7 @@ import os
 import pytest
 
 os.environ["XWEAVE_TARGET"] = "llvm -mcpu=znver3"
+os.environ.setdefault("XWEAVE_VERIFY_EACH", "1")  # every build verifies the IR after every pass
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -19,6 +19,7 @@ from xweave.schedules.tuned import TunedSchedules, TuningRecordsError
 from xweave.autotune.kernel_tasks import extract_tasks, loop_stage, model_kernels
 from xweave.records import RecordWarning
 from xweave.autotune.task import WrongAnswerError
+from xweave.compiling import load_model
 from xweave.dialects.interpreters.graph import conv2d as conv2d_reference
 from xweave.layout import transform_array
 from xweave.schedules import apply_steps
@@ -232,7 +233,7 @@ def test_build_with_records_applies_the_best_schedule_and_computes_the_same(mode
     (scheduled_file,) = (tmp_path / "tuned").glob("*-scheduled.mlir")
     (default_file,) = (tmp_path / "untuned").glob("*-scheduled.mlir")
     assert scheduled_file.read_text() != default_file.read_text()
-    module = xweave.driver.load_model(loop_file)
+    module = load_model(loop_file)
     apply_steps(module, split_pipeline(task.schedule(fast)), skip_illegal=False)
     for other in [k for k, _ in model_kernels(module) if not k.sym_name.data.startswith("conv2d_")]:
         from xweave.schedules import default_schedule

@@ -1,7 +1,10 @@
 """Fuzzing (seeded, bounded): mutated IR and malformed ONNX models end in a result or a
 clear error, never a crash, a traceback or a hang. `bench/fuzz.py` runs more cases."""
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +60,35 @@ def test_a_crash_is_counted():
     outcome = fuzz.run_case("boom", lambda: {}["missing"])
     assert outcome.kind == "crash" and "KeyError" in outcome.detail
     assert fuzz.run_case("slow", lambda: __import__("time").sleep(5), limit=0.2).kind == "hang"
+
+
+_PEAK = """
+import resource, sys
+sys.path.insert(0, {bench!r})
+import fuzz, xweave
+from xweave.errors import XweaveError
+name, model = list(fuzz.onnx_cases(76, 0))[75]
+model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = {rows}
+try:
+    xweave.build(model, cache=False)
+    print("built")
+except XweaveError as e:
+    print("error:", e)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+@pytest.mark.parametrize("rows", [2**31, 2**26])
+def test_a_model_claiming_huge_dims_needs_bounded_memory(rows):
+    """Fuzz case 75 (a 297-byte Gemm whose input claims [rows, 8]): refused up front when
+    the machine cannot hold the tensor, compiled otherwise; the process never holds more
+    than 1 GB either way (it once grew to 14.6 GB in loop-parallel)."""
+    bench = str(Path(__file__).resolve().parents[1] / "bench")
+    proc = subprocess.run([sys.executable, "-c", _PEAK.format(bench=bench, rows=rows)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result, peak = proc.stdout.strip().splitlines()[-2:]
+    if rows == 2**31:
+        assert "is too large" in result and "graph input 'a'" in result, result
+    assert result == "built" or result.startswith("error:"), result
+    assert int(peak) < 2**30, (result, int(peak) / 2**20)

@@ -4,6 +4,7 @@ allocates the arena, and one clear error when an arena does not fit the machine.
 (bench/large_buffers.py runs a whole model with a buffer past 4 GiB.)"""
 
 import ctypes
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xweave
 from xweave.context import parse_module
+from xweave.errors import ModelError
 from xweave.lowering.loop_to_llvm import lower_module
 from xweave.runtime.arena import ArenaError, allocate_arena, available_memory
 from xweave.lowering.llvm_codegen import compile_llvm
@@ -61,10 +63,10 @@ def test_offsets_past_4gib_address_the_right_bytes():
     np.testing.assert_array_equal(y, np.arange(10, 18, dtype=np.float32))
 
 
-def _huge_arena_model():
-    """x (one value) expanded to 2^38 floats (1 TiB), then reduced: one unfused
-    intermediate buffer of 1 TiB."""
-    shape = numpy_helper.from_array(np.array([1, 1024, 1 << 14, 1 << 14], np.int64), "shape")
+def _expanded_model(side: int):
+    """x (one value) expanded to side x side floats, then reduced: one unfused
+    intermediate buffer of side^2 floats, alive beside its Relu's result."""
+    shape = numpy_helper.from_array(np.array([1, 1, side, side], np.int64), "shape")
     axes = numpy_helper.from_array(np.array([1, 2, 3], np.int64), "axes")
     nodes = [helper.make_node("Expand", ["x", "shape"], ["e"]),
              helper.make_node("Relu", ["e"], ["r"]),
@@ -77,18 +79,33 @@ def _huge_arena_model():
     return model
 
 
+def _physical_memory() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def test_a_tensor_larger_than_the_machine_is_refused_at_import():
+    """A 1 TiB intermediate could never be allocated: refused before any pass works in
+    proportion to it, naming the node and the tensor."""
+    with pytest.raises(ModelError, match=r"output 'e' of shape \[1, 1, 1048576, 1048576\] "
+                                         r"is too large: .* this machine's memory holds"):
+        xweave.load_onnx(_expanded_model(1 << 20))
+
+
 def test_a_model_whose_arena_does_not_fit_compiles_and_refuses_to_run(tmp_path):
-    """Compiling never allocates the arena (it asked for a zero-filled copy of it);
-    running it is one error naming what is needed and what is available."""
-    module = xweave.build(_huge_arena_model(), fuse=False)
-    assert module.peak_memory_bytes >= 2**40
+    """Two buffers of 60% of this machine's memory each, alive at once: each fits, the
+    arena does not. Compiling never allocates the arena (it asked for a zero-filled copy
+    of it); running it is one error naming what is needed and what is available."""
+    side = int((0.6 * _physical_memory() / 4) ** 0.5)
+    module = xweave.build(_expanded_model(side), fuse=False)
+    need = module.peak_memory_bytes
+    assert need >= 2 * side * side * 4
     memory = available_memory()
-    assert memory is not None and memory[0] < module.peak_memory_bytes
-    with pytest.raises(ArenaError, match=r"need an arena of 2048\.0 GiB .* available \("):
+    assert memory is not None and memory[0] < need
+    with pytest.raises(ArenaError, match=rf"need an arena of {need / GIB:.1f} GiB .* available \("):
         module.run(x=np.ones((1, 1, 1, 1), np.float32))
     module.export(tmp_path / "huge.xwm")
     proc = subprocess.run([str(BIN / "xweave"), "run", str(tmp_path / "huge.xwm"),
                            "--fill-mode", "ones"], capture_output=True, text=True, timeout=300)
     assert proc.returncode > 0 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "2048.0 GiB" in lines[0], proc.stderr
+    assert len(lines) == 1 and f"{need / GIB:.1f} GiB" in lines[0], proc.stderr

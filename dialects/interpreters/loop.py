@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from xweave.dialects import loop
 from xweave.dialects.dtypes import numpy_dtype
-from xweave.dialects.graph.resources import resource_data
+from xweave.dialects.graph.resources import resource_array
 from xweave.dialects.interpreters.numpy_ops import FLOAT_FUNCTIONS, MATH_FUNCTIONS
 
 def _cast(value: Any, type: Attribute) -> Any:
@@ -152,23 +152,14 @@ _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
-    """The values of a `dense_resource` blob (MLIR layout: 4-byte alignment, then data)."""
-    handle = attr.resource_handle.data
-    blob = resource_data(handle)
-    if not blob:
-        raise InterpretationError(f"dense_resource<{handle}> has no blob in dialect_resources")
-    raw = bytes.fromhex(blob[2:])
+    """The values of a `dense_resource` blob."""
     element_type = attr.type.get_element_type()
     storage = np.dtype(element_type.format)  # little-endian struct format, e.g. "<f"
-    count = pymath.prod(attr.type.get_shape())
-    if len(raw) == 4 + count * storage.itemsize:
-        raw = raw[4:]
-    elif len(raw) != count * storage.itemsize:
-        raise InterpretationError(
-            f"dense_resource<{handle}> holds {len(raw)} bytes, expected "
-            f"{count} x {storage.itemsize} (+ 4 alignment bytes) for {attr.type}"
-        )
-    return np.frombuffer(raw, storage).astype(numpy_dtype(element_type))
+    try:
+        values = resource_array(attr, storage, attr.type.get_shape())
+    except ValueError as e:
+        raise InterpretationError(str(e)) from None
+    return values.astype(numpy_dtype(element_type))
 
 
 def _dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
