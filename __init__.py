@@ -51,11 +51,17 @@ def load_onnx(path, input_shapes=None):
     return _load(path, input_shapes=input_shapes)
 
 
-def build(module_or_path, target=None, **options):
-    """Compile a graph-dialect module (or an ONNX file) into a runnable module."""
+def build(module_or_path, target=None, schedule=None, **options):
+    """Compile a graph-dialect module (or an ONNX file) into a runnable module
+    (`schedule`: "default", "model" or "measure", see `xweave.autotune.select`)."""
     from xweave.driver import build as _build
+    from xweave.options import schedule_mode
 
-    return _build(module_or_path, target=target, **options)
+    chooser = None
+    if schedule_mode(schedule) != "default":
+        from xweave.autotune.select import choose_schedules as chooser
+    return _build(module_or_path, target=target, schedule=schedule, choose_schedules=chooser,
+                  **options)
 
 
 def build_kernel(name, inputs, outputs, schedule="default", target=None):

@@ -13,7 +13,7 @@ import numpy as np
 import xweave
 from xweave import timing
 from xweave.errors import InputError, XweaveError
-from xweave.options import DUMP_ELIDE_LARGER_THAN
+from xweave.options import DUMP_ELIDE_LARGER_THAN, SCHEDULE_MODES
 
 
 def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]] | None:
@@ -116,6 +116,9 @@ def _options_of(args: argparse.Namespace):
     options = _build_options(args)
     for runtime_only in ("threads", "cache"):  # how a build runs or is stored, not what it lowers
         options.pop(runtime_only, None)
+    if options.get("schedule", "default") != "default":
+        raise XweaveError("--schedule model/measure chooses schedules while building a "
+                          "module; --compile-to and --print-pipeline show the default ones")
     options = CompileOptions(as_target(options.pop("target", None)), fuse=not args.no_fuse,
                              layout=args.layout == "nchwc", profile=args.profile,
                              tuning_records=args.tuning_records,
@@ -135,6 +138,8 @@ def _build_options(args: argparse.Namespace) -> dict:
         options["target"] = args.target
     if getattr(args, "no_cache", False):
         options["cache"] = False
+    if getattr(args, "schedule", None) is not None:
+        options["schedule"] = args.schedule
     return options
 
 
@@ -336,6 +341,15 @@ def _add_winograd(p: argparse.ArgumentParser, when: str = "") -> None:
                    help=WINOGRAD_HELP + when)
 
 
+def _add_schedule(p: argparse.ArgumentParser, when: str = "") -> None:
+    p.add_argument("--schedule", choices=SCHEDULE_MODES, default=None,
+                   help="how each kernel's schedule is chosen: its template's default, the "
+                   "ranking model's best (model: no code run, for cross-compiling), or the "
+                   "fastest of a few candidates timed on this machine (measure: once per "
+                   "kernel and machine, kept in the cache dir); default: $XWEAVE_SCHEDULE, "
+                   "else default" + when)
+
+
 def _add_no_cache(p: argparse.ArgumentParser, when: str = "") -> None:
     p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP + when)
 
@@ -398,6 +412,7 @@ def register(sub) -> None:
     p.add_argument("--calibration", metavar="INPUTS.npz",
                    help="target vta: sample inputs (one array per input name, optionally "
                    "stacked along a leading axis) on which int8 ranges are measured")
+    _add_schedule(p)
     _add_no_cache(p)
     p.set_defaults(func=_compile)
 
@@ -454,6 +469,7 @@ def register(sub) -> None:
                    help="threads of the parallel loops (default: $XWEAVE_NUM_THREADS, else "
                    "every core)")
     _add_winograd(p, " (when given a model)")
+    _add_schedule(p, " (when given a model)")
     _add_no_cache(p, " (when given a model)")
     p.add_argument("--print-time", action="store_true",
                    help="time the run (an accelerator module: the host's wall time of the "

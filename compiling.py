@@ -4,6 +4,8 @@ holds no module for a build (`driver.build`), and `xweave compile --compile-to`'
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
@@ -65,14 +67,28 @@ def lower_model(module_or_path, options: CompileOptions, until: str,
 
 def compile_fresh(module_or_path, options: CompileOptions,
                   input_shapes: dict[str, tuple[int, ...]] | None, dump_ir: Path | None,
-                  elide_larger_than: int, verify_each: bool | None
-                  ) -> CompiledModule | HeteroModule:
-    """Import (or parse) a model and compile it with `options` (see `driver.build`)."""
+                  elide_larger_than: int, verify_each: bool | None,
+                  choose_schedules: Callable | None = None) -> CompiledModule | HeteroModule:
+    """Import (or parse) a model and compile it with `options` (see `driver.build`);
+    in a schedule mode other than "default", `choose_schedules` chooses the kernels'
+    schedules on the loop stage (a records file, kept in `dump_ir` if given)."""
     if options.tuning_records is not None and options.target is not None \
             and options.target.is_cpu:  # a bad file fails before the work starts
         tuned_schedules(options.tuning_records, options.target, options.any_target_records)
     with timing_scope("import"):
         module, stage = load_staged_model(module_or_path, input_shapes)
-    return compile_model(module, options, dump_ir,
-                         start=start_in(options, stage) if stage != INPUT else None,
-                         elide_larger_than=elide_larger_than, verify_each=verify_each)
+    start = start_in(options, stage) if stage != INPUT else None
+    if options.schedule == "default" or choose_schedules is None:
+        return compile_model(module, options, dump_ir, start=start,
+                             elide_larger_than=elide_larger_than, verify_each=verify_each)
+    names = stage_names(options)
+    if start is not None and names.index(start) >= names.index("loop"):
+        raise XweaveError(f"schedule mode '{options.schedule}' chooses schedules on the "
+                          f"loop stage; the IR is at stage '{stage}'")
+    with tempfile.TemporaryDirectory(prefix="xweave-schedules-") as folder:
+        lowered = lower(module, options, start=start, until="loop", verify_each=verify_each)
+        records = choose_schedules(lowered, options, options.schedule,
+                                   dump_ir if dump_ir is not None else Path(folder))
+        chosen = options.replace(tuning_records=str(records) if records else None)
+        return compile_model(lowered, chosen, dump_ir, start="loop",
+                             elide_larger_than=elide_larger_than, verify_each=verify_each)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
 from xweave import cache as compile_cache
 from xweave.errors import XweaveError
 from xweave.log import NOTE
-from xweave.options import DUMP_ELIDE_LARGER_THAN, CompileOptions
+from xweave.options import DUMP_ELIDE_LARGER_THAN, CompileOptions, schedule_mode
 from xweave.runtime.hetero import CpuStep, HeteroModule
 from xweave.runtime.module import CompiledModule
 from xweave.runtime.threads import check_num_threads, set_num_threads
@@ -41,6 +42,8 @@ def build(
     cache: bool = True,
     timing: bool = False,
     verify_each: bool | None = None,
+    schedule: str | None = None,
+    choose_schedules: Callable | None = None,
     **target_options,
 ) -> CompiledModule | HeteroModule:
     """Compile a model for `target` and load it, ready to `run`.
@@ -76,6 +79,11 @@ def build(
     `xweave.timing`): the report is logged (logger `xweave.driver`, level NOTE) and kept
     as the module's `compile_timing` (a `timing.Timer`). `verify_each=True` verifies the
     IR after every pass instead of after every stage (default: `$XWEAVE_VERIFY_EACH=1`).
+    `schedule` chooses each kernel's schedule (`options.SCHEDULE_MODES`; default
+    `$XWEAVE_SCHEDULE`, else "default"): "model" and "measure" need
+    `choose_schedules(loop_module, options, mode, folder) -> records file | None`
+    (`autotune.select.choose_schedules`, which `xweave.build` passes), called on the
+    loop stage of a build the compile cache does not hold.
 
     An accelerator target takes its own options (`calibration` and `target_options`):
     `target="vta"` quantizes the model to int8 with ranges measured on `calibration`
@@ -87,8 +95,18 @@ def build(
     target = as_target(target)
     if threads is not None:
         check_num_threads(threads)
+    schedule = schedule_mode(schedule)
     if tuning_records is not None:
         tuning_records = str(tuning_records)
+        if schedule != "default":
+            raise XweaveError(f"tuning records and schedule mode '{schedule}' both choose "
+                              "the schedules: give one of them")
+        if not Path(tuning_records).is_file():  # (read in full on a cache miss)
+            why = "not a file" if Path(tuning_records).exists() else "no such file"
+            raise XweaveError(f"tuning records {tuning_records}: {why}")
+    if schedule != "default" and choose_schedules is None:
+        raise XweaveError(f"schedule mode '{schedule}' needs the tuner: build with "
+                          "xweave.build, which brings it")
     given = {**target_options, **({"calibration": calibration} if calibration is not None else {})}
     if target.is_cpu:
         if given:
@@ -97,7 +115,8 @@ def build(
         raise XweaveError(f"profiling builds are for target 'llvm' only (got '{target}')")
     options = CompileOptions(target, fuse=fuse, layout=layout, winograd=winograd,
                              profile=profile, tuning_records=tuning_records,
-                             any_target_records=any_target_records, accelerator=given)
+                             any_target_records=any_target_records, accelerator=given,
+                             schedule=schedule)
     if not target.is_cpu:
         # (lazy: an accelerator is a plug-in of the compiler, which a cache hit of a
         # CPU build never loads)
@@ -112,7 +131,7 @@ def build(
 
         return compile_fresh(module_or_path, options, input_shapes,
                              Path(dump_ir) if dump_ir is not None else None,
-                             elide_resources_larger_than, verify_each)
+                             elide_resources_larger_than, verify_each, choose_schedules)
 
     with (timing_collect() if timing else nullcontext()) as timer:
         with timing_scope("cache key"):

@@ -5,11 +5,30 @@ compiler."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xweave.errors import XweaveError
 from xweave.target import Target
+
+SCHEDULE_MODES = ("default", "model", "measure")
+"""How a build chooses each kernel's schedule: its template's default configuration,
+the shipped ranking model's best, or the fastest measured on this machine (see
+`autotune.select`)."""
+
+SCHEDULE_ENV = "XWEAVE_SCHEDULE"
+"""Environment variable: the schedule mode of builds that name none (default: default)."""
+
+def schedule_mode(mode: str | None) -> str:
+    """`mode` (None: `$XWEAVE_SCHEDULE`, else "default"), refused unless a known mode."""
+    if mode is None:
+        mode = os.environ.get(SCHEDULE_ENV, "").strip() or "default"
+    if mode not in SCHEDULE_MODES:
+        raise XweaveError(f"unknown schedule mode '{mode}' (known: {', '.join(SCHEDULE_MODES)})")
+    return mode
+
 
 DUMP_ELIDE_LARGER_THAN = 1024
 """`--dump-ir` files leave out resource blobs (weights) of more bytes than this by
@@ -28,7 +47,9 @@ class CompileOptions:
     call of @main (`passes.profile_kernels`); `tuning_records`: a records file whose
     best schedules replace the defaults, `any_target_records=True` also applies records
     tuned for another target; `accelerator`: the options of an accelerator target
-    (e.g. VTA's `config`, `virtual_threads`, `min_in_channels`, `calibration`).
+    (e.g. VTA's `config`, `virtual_threads`, `min_in_channels`, `calibration`);
+    `schedule`: how each kernel's schedule is chosen (`SCHEDULE_MODES`, see
+    `autotune.select`).
     """
 
     target: Target | None = None
@@ -39,6 +60,7 @@ class CompileOptions:
     tuning_records: str | None = None
     any_target_records: bool = False
     accelerator: Mapping[str, Any] = field(default_factory=dict)
+    schedule: str = "default"
 
     def replace(self, **changes: Any) -> CompileOptions:
         """A copy with `changes` (`dataclasses.replace`)."""

@@ -128,6 +128,22 @@ class RankingCostModel:
         self.num_features = X.shape[1]
         return self
 
+    def save(self) -> str:
+        """The fitted model as LightGBM's text (`load` reads it back)."""
+        if self.booster is None:
+            raise ValueError("the model is not fitted")
+        return self.booster.model_to_string()
+
+    @classmethod
+    def load(cls, text: str) -> RankingCostModel:
+        """A fitted model from `save`'s text."""
+        import lightgbm as lgb  # lazy by design: only a model in use loads LightGBM
+
+        model = cls()
+        model.booster = lgb.Booster(model_str=text)
+        model.num_features = model.booster.num_feature()
+        return model
+
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Scores (higher = predicted faster); zeros before the first `fit`."""
         X = np.asarray(X, dtype=np.float32)

@@ -1,0 +1,196 @@
+"""Each kernel's schedule chosen for the machine at hand: the build's schedule modes.
+
+    module = xweave.build("model.onnx", schedule="measure")    # or "model", "default"
+
+* `default`: every kernel gets its template's default configuration, the heuristic
+  sized from the machine model (the build of before, and what `xweave tune` starts
+  from).
+* `model`: the shipped ranking model (`pretrained.py`, LightGBM over `config_features`,
+  machine figures included) ranks the candidates of each kernel's tuning space, the
+  default among them, and the best ranked is used: deterministic, no code is run, so it
+  suits cross-compiling and reproducible builds.
+* `measure`: the default and the model's best `CANDIDATES - 1` proposals are timed on
+  this machine (compiled and run in worker processes, briefly) and the fastest is used,
+  a proposal only when at least `records.MIN_GAIN` faster than the default, so a build
+  only gets faster. The measurements go into this machine's schedule database
+  (`database.py`), so each distinct kernel is measured once per machine, whatever
+  model it is in; later builds read them back. This is what cuDNN's benchmark mode and
+  `torch.compile(mode="max-autotune")` do, with the ranking model deciding what to time.
+
+A mode's choices reach the compiler as a records file of one record per kernel
+(`choose_schedules`), which `schedule-kernels{tuning-records=...}` applies as it applies
+`xweave tune`'s: one schedule language, one reader. `xweave.build` passes
+`choose_schedules` to the driver, which calls it on the loop stage of a build that the
+compile cache does not hold (see `driver.build`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+from xweave.autotune.config_features import config_features
+from xweave.autotune.kernel_tasks import ScheduleTask, extract_tasks
+from xweave.autotune.measure import LocalBuilder, LocalRunner
+from xweave.autotune.pretrained import shipped_ranker
+from xweave.autotune.database import ScheduleDatabase
+from xweave.autotune.space import Point
+from xweave.log import NOTE
+from xweave.options import CompileOptions, schedule_mode
+from xweave.parallel import compile_jobs
+from xweave.records import MIN_GAIN, RecordWriter, best_per_workload, is_ok, make_record
+from xweave.timing import scope as timing_scope
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES = 4
+"""Schedules timed per kernel in `measure` mode: the default and the model's best."""
+
+PROPOSALS = 256
+"""Points of a kernel's space the ranking model scores (the default's neighbours, then
+random ones)."""
+
+
+def _seed(task: ScheduleTask) -> int:
+    return zlib.crc32(task.workload_key.encode())
+
+
+def _ranked(task: ScheduleTask) -> list[tuple[float, int, Point]]:
+    """Points of the kernel's space (the default, its neighbours, then random ones: up
+    to PROPOSALS) with the shipped ranking model's scores, best first (the default
+    first among equals; deterministic for a kernel and model)."""
+    default = task.default_point()
+    space = task.space
+    pool: list[Point] = [default] if default is not None else []
+    if default is not None:
+        pool += [p for p in space.neighbors(default) if space.is_valid(p)]
+    pool = list(dict.fromkeys(pool))[:PROPOSALS]
+    pool += space.sample(PROPOSALS - len(pool), random.Random(_seed(task)), exclude=set(pool))
+    if not pool:
+        return []
+    template = task.schedule_template.name
+    scores = shipped_ranker().predict(
+        [config_features(task.info, template, task.config(p)) for p in pool])
+    return sorted(((float(s), i, p) for i, (s, p) in enumerate(zip(scores, pool))),
+                  key=lambda t: (-t[0], t[1]))
+
+
+def proposals(task: ScheduleTask, count: int) -> list[Point]:
+    """The default point first, then the `count - 1` other points the shipped ranking
+    model scores highest."""
+    default = task.default_point()
+    others = [p for _, _, p in _ranked(task) if p != default]
+    return ([default] if default is not None else []) + others[: count - (default is not None)]
+
+
+def model_choice(task: ScheduleTask) -> Point | None:
+    """The point the shipped ranking model scores highest (the default on ties)."""
+    ranked = _ranked(task)
+    return ranked[0][2] if ranked else None
+
+
+def _schedule_file(records: Sequence[dict], folder: Path) -> Path:
+    """The chosen records, one per kernel, as a records file in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "schedules.jsonl"
+    path.unlink(missing_ok=True)
+    with RecordWriter(path, fsync=False) as writer:
+        for record in sorted(records, key=lambda r: r["workload"]):
+            writer.write(record)
+    return path
+
+
+def choose_schedules(module: ModuleOp, options: CompileOptions, mode: str,
+                     folder: Path) -> Path | None:
+    """Choose the schedule of every kernel of the loop-stage `module` as `mode` says;
+    the records file (in `folder`) that `schedule-kernels` applies, or None when every
+    kernel keeps its default."""
+    if schedule_mode(mode) == "default":
+        return None
+    with timing_scope(f"choose schedules ({mode})"):
+        tasks = extract_tasks(None, module=module, options=options)
+        if not tasks:
+            return None
+        if mode == "model":
+            chosen = [_predicted(task, model_choice(task)) for task in tasks]
+        else:
+            chosen = _measured(tasks)
+        chosen = [r for r in chosen if r is not None]
+        return _schedule_file(chosen, folder) if chosen else None
+
+
+def _predicted(task: ScheduleTask, best: Point | None) -> dict | None:
+    """The record of the model's choice (not a measurement: `predicted`), or None when
+    it is the default."""
+    if best is None or best == task.default_point():
+        return None
+    record = make_record(task, best, _Prediction(), tuner="model")
+    record["predicted"] = True
+    return record
+
+
+class _Prediction:
+    """What `make_record` reads of a measurement, for a choice that was not measured."""
+
+    costs = (1.0,)
+    gflops = 1.0
+    error_no = 0
+    error_msg = ""
+    build_time = 0.0
+    run_time = 0.0
+    number = 0
+
+
+def _measured(tasks: Sequence[ScheduleTask]) -> list[dict | None]:
+    """Measure the proposals of the kernels this machine's database does not know yet,
+    then choose from the database."""
+    db = ScheduleDatabase.for_host()
+    target = tasks[0].target
+    known = {r["workload"] for r in db.records([t.workload_key for t in tasks], target)
+             if r.get("baseline")}
+    todo = [t for t in tasks if t.workload_key not in known]
+    if todo:
+        logger.log(NOTE, "measuring %d candidate schedules of %d kernel(s) on this machine "
+                   "(once: kept in %s)", CANDIDATES * len(todo), len(todo), db.path)
+        builder, runner = measuring_tools()
+        try:
+            for task in todo:
+                with timing_scope("measure"):
+                    points = proposals(task, CANDIDATES)
+                    results = runner.run(task, builder.build(task, points))
+                records = []
+                for point, result in zip(points, results):
+                    record = make_record(task, point, result, tuner="measure")
+                    if point == points[0]:
+                        record["baseline"] = True  # the default: what a choice must beat
+                    records.append(record)
+                db.add(records)
+        finally:
+            builder.close()
+            runner.close()
+    measured = db.records([t.workload_key for t in tasks], target)
+    return [_fastest(task, [r for r in measured if r["workload"] == task.workload_key])
+            for task in tasks]
+
+
+def measuring_tools() -> tuple[LocalBuilder, LocalRunner]:
+    """The builder (worker processes, one per core) and the runner (a process of its
+    own, a short measurement) that time candidates; tests swap in a fake timer."""
+    return LocalBuilder(n_parallel=compile_jobs()), LocalRunner(repeat=3, min_repeat_ms=5.0)
+
+
+def _fastest(task: ScheduleTask, records: list[dict]) -> dict | None:
+    """The fastest measured schedule of `task`, if at least MIN_GAIN faster than its
+    default's (None: the default stays)."""
+    baseline = best_per_workload(r for r in records if r.get("baseline")).get(task.workload_key)
+    best = best_per_workload(r for r in records if is_ok(r)).get(task.workload_key)
+    if best is None or best.get("baseline"):
+        return None
+    if baseline is not None and best["result"]["gflops"] < (1 + MIN_GAIN) * baseline["result"]["gflops"]:
+        return None
+    return best
