@@ -6,7 +6,9 @@ The public Python API:
 * `build(module_or_path, target=None)` -> a compiled module (target: "llvm", this
   CPU; "llvm -mcpu=NAME -mattr=..." another; "vta"; see `xweave.target`); `module.run(**inputs)`
   returns the outputs as a list of numpy arrays
-* `load_module(path)` -> a module exported with `module.export(path)`
+* `load_module(path)` -> a module exported with `module.export(path)`, or a shared
+  library written by `module.export_library(path)` (run through its C API)
+* `include_dir()` -> the directory of `xweave.h`, the C API of those libraries
 * `build_kernel(name, inputs, outputs, schedule)` -> a custom operator written with
   `xweave.te`, compiled into a function called on numpy arrays
 """
@@ -36,6 +38,7 @@ __all__ = [
     "XweaveError",
     "build",
     "build_kernel",
+    "include_dir",
     "load_module",
     "load_onnx",
 ]
@@ -69,8 +72,16 @@ def build_kernel(name, inputs, outputs, schedule="default", target=None):
 
 
 def load_module(path, threads=None):
-    """Load a module written by `CompiledModule.export`, without recompiling
-    (`threads`: threads of its parallel loops; default every core)."""
+    """Load a module written by `CompiledModule.export` (or a shared library written by
+    `export_library`), without recompiling (`threads`: threads of its parallel loops;
+    default every core)."""
     from xweave.runtime.load import load_module as _load
 
     return _load(path, threads=threads)
+
+
+def include_dir():
+    """The directory holding `xweave.h`, the C API of model libraries (`cc -I`)."""
+    from xweave.runtime.library_export import include_dir as _include_dir
+
+    return _include_dir()

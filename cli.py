@@ -326,10 +326,25 @@ def opt_main(args: list[str] | None = None) -> None:
         _fail("interrupted", 130)
 
 
+class _PrintInclude(argparse.Action):
+    """`--print-include`: print where xweave.h is and exit (as `--version` does)."""
+
+    def __init__(self, option_strings, dest, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import xweave
+
+        print(xweave.include_dir())
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of `xweave`."""
     parser = argparse.ArgumentParser(prog="xweave", description=__doc__)
     parser.add_argument("--version", action="version", version=f"xweave {__version__}")
+    parser.add_argument("--print-include", action=_PrintInclude,
+                        help="print the directory of xweave.h (as `xweave include-dir`) and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     commands.register(sub)
     for command in sub.choices.values():

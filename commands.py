@@ -61,6 +61,8 @@ def _compile_to_file(args: argparse.Namespace) -> None:
                                          + print_module(module))
         print(f"wrote {args.output} (stage '{args.compile_to}')")
         return
+    if Path(args.output).suffix == ".so":
+        _check_library_target(args.target)
     module = xweave.build(args.model,
                           input_shapes=parse_input_shapes(args.input_shapes),
                           dump_ir=args.dump_ir, fuse=not args.no_fuse,
@@ -73,8 +75,23 @@ def _compile_to_file(args: argparse.Namespace) -> None:
                           elide_resources_larger_than=args.elide_resources_larger_than,
                           verify_each=args.verify_each)
     with timing.scope("export"):
-        module.export(args.output)
+        if Path(args.output).suffix == ".so":  # a shared library with the C API of xweave.h
+            module.export_library(args.output)
+        else:
+            module.export(args.output)
     print(f"wrote {args.output}")
+
+
+def _check_library_target(text: str | None) -> None:
+    """Before compiling into a .so: a CPU target, and a C compiler to link it with."""
+    from xweave.runtime.toolchain import c_compiler
+    from xweave.target import as_target
+
+    target = as_target(text)
+    if not target.is_cpu:
+        raise XweaveError(f"a module for target '{target}' cannot be a shared library "
+                          "(only CPU targets, llvm, can): write a .xwm module file")
+    c_compiler(target.llvm_triple)
 
 
 def _pipeline_of(args: argparse.Namespace) -> str:
@@ -296,8 +313,9 @@ def _tune_plot(args: argparse.Namespace) -> None:
     print(f"wrote {args.output} ({len(curves)} workload(s))")
 
 
-TARGET_HELP = ("what to generate code for: 'llvm' (this CPU), 'llvm -mcpu=NAME "
-               "[-mattr=+f1,-f2] [-mprefer-vector-width=256]' (another CPU), or 'vta' "
+TARGET_HELP = ("what to generate code for: 'llvm' (this CPU), 'llvm [-mtriple=T] "
+               "-mcpu=NAME [-mattr=+f1,-f2] [-mprefer-vector-width=256]' (another CPU, e.g. "
+               "'llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72'), or 'vta' "
                "(default: $XWEAVE_TARGET, else this CPU)")
 NO_CACHE_HELP = ("compile from scratch even if the compile cache holds this build, and "
                  "store nothing (see `xweave cache`)")
@@ -357,7 +375,9 @@ def register(sub) -> None:
     p.add_argument("model", help="ONNX model (.onnx) or IR of any stage (.mlir, e.g. a "
                    "--dump-ir file: compiling continues from its stage)")
     _add_target(p)
-    p.add_argument("-o", "--output", help="the module file to write")
+    p.add_argument("-o", "--output", help="the module file to write (MODEL.so: a shared "
+                   "library with the C API of xweave.h, linked with the target's C compiler, "
+                   "$XWEAVE_CC to choose it; else a module file for xweave.load_module)")
     _add_input_shapes(p)
     p.add_argument("--dump-ir", metavar="DIR",
                    help="write the IR after every stage into DIR (NN-<stage>.mlir, each "
@@ -466,6 +486,10 @@ def register(sub) -> None:
                    help="print the N largest values of each output")
     p.set_defaults(func=_run)
 
+    p = sub.add_parser("include-dir", help="print the directory of xweave.h (the C API of "
+                       "model libraries), for `cc -I`")
+    p.set_defaults(func=_include_dir)
+
     p = sub.add_parser("cache", help="show or empty the compile cache",
                        description="Builds are kept in the compile cache ($XWEAVE_CACHE_DIR, "
                        "else the user cache dir; off with XWEAVE_CACHE=0) and loaded from it "
@@ -474,6 +498,10 @@ def register(sub) -> None:
                        "deletes every entry.")
     p.add_argument("action", choices=("info", "clear"))
     p.set_defaults(func=_cache)
+
+
+def _include_dir(args: argparse.Namespace) -> None:
+    print(xweave.include_dir())
 
 
 def _cache(args: argparse.Namespace) -> None:

@@ -7,17 +7,23 @@ A target is written as tvmc writes it:
     llvm -mcpu=znver4 -mattr=-avx512f      a named CPU with features added or removed
     llvm -mcpu=znver4 -mprefer-vector-width=256
                                            schedules use 8-lane vectors on an AVX-512 CPU
+    llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72
+                                           another architecture (cross-compiling: the
+                                           code is exported as a shared library)
 
 `Target.parse` reads that text and `str(target)` writes it back. `Target.resolve()`
 makes every choice explicit: the host's name, and the vector features that matter to
 code generation (`VECTOR_FEATURES`) added or removed against the named CPU's defaults,
-so a resolved target names the same machine on any host. The driver records the
+so a resolved target names the same machine on any host. The triple (`-mtriple`) says
+the architecture: given, or implied by a CPU of the table (`cortex-a72` is an aarch64
+core), else the host's; a resolved target keeps a triple it was given. The driver records the
 resolved target on the module (`xweave.target`), every later stage reads it from there
 (`target_of`), and dumps replay with `xweave-opt` on another machine unchanged.
 
 `MachineModel` is what schedules, the tuner's spaces and the code generator read: f32
 lanes of the vectors schedules use, vector registers, FMA throughput and latency, cache
-sizes, extensions. A named CPU takes its figures from `CPUS`; the host takes its cache
+sizes, extensions (x86-64: SSE/AVX2/AVX-512; aarch64: 4-lane NEON vectors in 32
+registers; riscv64: the V extension's 128-bit vectors). A named CPU takes its figures from `CPUS`; the host takes its cache
 sizes from the operating system. `XWEAVE_VECTOR_REGISTERS=16|32` overrides the register
 count (to reproduce a schedule sized for another register file).
 """
@@ -51,8 +57,24 @@ VECTOR_FEATURES = (
     "avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd",
     "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni",
 )
-"""The LLVM features code generation and the machine model depend on. A module records
-these; loading it on a CPU that lacks one of them is refused."""
+"""The LLVM features x86-64 code generation and the machine model depend on. A module
+records these; loading it on a CPU that lacks one of them is refused."""
+
+ARCH_FEATURES: dict[str, tuple[str, ...]] = {
+    "x86_64": VECTOR_FEATURES,
+    "aarch64": ("neon", "fullfp16", "dotprod", "i8mm", "bf16", "sve"),
+    "riscv64": ("v", "zvfh"),
+}
+"""The features that matter, per architecture (`VECTOR_FEATURES` for x86-64)."""
+
+DEFAULT_TRIPLES = {
+    "x86_64": "x86_64-unknown-linux-gnu",
+    "aarch64": "aarch64-unknown-linux-gnu",
+    "riscv64": "riscv64-unknown-linux-gnu",
+}
+"""The triple of an architecture named only through its CPU (`-mcpu=cortex-a72`)."""
+
+_ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 _REQUIRES = {
     "avx": ("sse4.2",), "avx2": ("avx",), "fma": ("avx",), "f16c": ("avx",),
@@ -60,6 +82,9 @@ _REQUIRES = {
     **{f: ("avx512f",) for f in ("avx512vl", "avx512bw", "avx512dq", "avx512cd",
                                  "avx512vnni", "avx512bf16")},
     "avx512fp16": ("avx512bw", "avx512vl", "avx512dq"),
+    **{f: ("neon",) for f in ("fullfp16", "dotprod", "i8mm", "bf16")},
+    "sve": ("fullfp16",),
+    "zvfh": ("v",),
 }
 """What each feature needs: adding one adds these, removing one removes what needs it
 (as LLVM does: `-mattr=-avx512f` leaves no AVX-512 extension)."""
@@ -69,6 +94,9 @@ _V3 = _V2 + ("avx", "avx2", "fma", "f16c")
 _V4 = _V3 + ("avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd")
 _SPR = _V4 + ("avx512vnni", "avx512bf16", "avx512fp16", "avxvnni")
 _ZEN4 = _V4 + ("avx512vnni", "avx512bf16")
+_A64 = ("neon",)
+_A64_2 = ("neon", "fullfp16", "dotprod")
+_RV64GC = "+m,+a,+f,+d,+c"  # what Linux distributions build for (the lp64d ABI)
 
 KIB, MIB = 1024, 1024 * 1024
 
@@ -87,11 +115,17 @@ class CpuInfo:
 
     features: tuple[str, ...]
     fma_per_cycle_256: int = 2
+    """(On CPUs with narrower vectors: FMAs of their full width per cycle.)"""
     fma_per_cycle_512: int = 0
     fma_latency: int = 4
     l1_bytes: int = 32 * KIB
     l2_bytes: int = 512 * KIB
     l3_bytes: int = 8 * MIB
+    arch: str = "x86_64"
+    llvm_features: str = ""
+    """LLVM features every target machine for this CPU gets (RISC-V's base extensions)."""
+    abi: str = ""
+    """LLVM's ABI name for this CPU's code ("" : the triple's default)."""
 
 
 CPUS: dict[str, CpuInfo] = {
@@ -119,33 +153,59 @@ CPUS: dict[str, CpuInfo] = {
     "znver3": CpuInfo(_V3, 2, 0, 4, 32 * KIB, 512 * KIB, 32 * MIB),
     "znver4": CpuInfo(_ZEN4, 2, 1, 4, 32 * KIB, 1 * MIB, 32 * MIB),
     "znver5": CpuInfo(_ZEN4 + ("avxvnni",), 2, 2, 4, 48 * KIB, 1 * MIB, 32 * MIB),
+    # aarch64: 128-bit NEON vectors in 32 registers
+    "generic": CpuInfo(_A64, 2, 0, 4, 32 * KIB, 512 * KIB, 1 * MIB, arch="aarch64"),
+    "cortex-a53": CpuInfo(_A64, 1, 0, 4, 32 * KIB, 512 * KIB, 512 * KIB, arch="aarch64"),
+    "cortex-a55": CpuInfo(_A64_2, 1, 0, 4, 32 * KIB, 256 * KIB, 1 * MIB, arch="aarch64"),
+    "cortex-a72": CpuInfo(_A64, 2, 0, 7, 32 * KIB, 1 * MIB, 1 * MIB, arch="aarch64"),
+    "cortex-a76": CpuInfo(_A64_2, 2, 0, 4, 64 * KIB, 512 * KIB, 2 * MIB, arch="aarch64"),
+    "neoverse-n1": CpuInfo(_A64_2, 2, 0, 4, 64 * KIB, 1 * MIB, 32 * MIB, arch="aarch64"),
+    # riscv64: RV64GC, and 128-bit vectors where the V extension is there (-mattr=+v)
+    "generic-rv64": CpuInfo((), 1, 0, 4, 32 * KIB, 512 * KIB, 2 * MIB, arch="riscv64",
+                            llvm_features=_RV64GC, abi="lp64d"),
 }
 """CPUs known by name, with sensible defaults for a core of each (caches of a common
 part; a host's own caches are read from the OS instead). Schedules use 16-lane vectors
 on every AVX-512 CPU, Zen 4 included: its 512-bit FMAs run as two halves (the flops of
 two ymm ones), but 16-lane code needs half the instructions, loads and broadcasts and
 measured faster there (bench/HISTORY.md, issue 18); `-mprefer-vector-width=256` gives
-8-lane code."""
+8-lane code. Other architectures' CPUs say so (`arch`).
+
+`generic` and `generic-rv64` are what a triple of aarch64 or riscv64 without `-mcpu`
+compiles for."""
+
+DEFAULT_CPUS = {"x86_64": "x86-64", "aarch64": "generic", "riscv64": "generic-rv64"}
+"""The CPU of a target that names another architecture's triple but no CPU."""
 
 _UNKNOWN_CPU = CpuInfo(())
 
 
+def arch_of_triple(triple: str) -> str:
+    """The architecture of an LLVM triple (`aarch64-linux-gnu` -> `aarch64`)."""
+    arch = triple.split("-", 1)[0].lower()
+    return _ARCH_ALIASES.get(arch, arch)
+
+
 @dataclass(frozen=True)
 class Target:
-    """A target as the user wrote it (`llvm -mcpu=NAME -mattr=+f1,-f2`), or resolved.
+    """A target as the user wrote it (`llvm [-mtriple=T] -mcpu=NAME -mattr=+f1,-f2`),
+    or resolved.
 
-    `cpu=None` is the host. `mattr` keeps the user's `+f`/`-f` items in order.
+    `cpu=None` is the host (or, with a triple of another architecture, that
+    architecture's `DEFAULT_CPUS` entry). `mattr` keeps the user's `+f`/`-f` items in
+    order. `triple=None`: the CPU's architecture, else the host's.
     """
 
     kind: str = "llvm"
     cpu: str | None = None
     mattr: tuple[str, ...] = ()
     prefer_vector_width: int | None = None
+    triple: str | None = None
 
     @staticmethod
     def parse(text: str) -> Target:
-        """Read `llvm [-mcpu=NAME] [-mattr=+a,-b] [-mprefer-vector-width=N]` (or an
-        accelerator's name); raise `TargetError` naming what is wrong."""
+        """Read `llvm [-mtriple=T] [-mcpu=NAME] [-mattr=+a,-b] [-mprefer-vector-width=N]`
+        (or an accelerator's name); raise `TargetError` naming what is wrong."""
         try:
             words = shlex.split(text)
         except ValueError as e:
@@ -158,14 +218,21 @@ class Target:
                 raise TargetError(f"target {text!r}: options are for CPU targets "
                                   f"({', '.join(CPU_KINDS)}), not '{kind}'")
             return Target(kind)
-        cpu, mattr, width = None, [], None
+        cpu, mattr, width, triple = None, [], None, None
         for option in options:
             key, eq, value = option.partition("=")
             if not eq or not value:
                 raise TargetError(f"target {text!r}: cannot read option {option!r} "
-                                  "(expected -mcpu=NAME, -mattr=+f1,-f2 or -mprefer-vector-width=N)")
+                                  "(expected -mtriple=T, -mcpu=NAME, -mattr=+f1,-f2 or "
+                                  "-mprefer-vector-width=N)")
             if key == "-mcpu":
                 cpu = None if value == "native" else value
+            elif key == "-mtriple":
+                if arch_of_triple(value) not in ARCH_FEATURES:
+                    raise TargetError(f"target {text!r}: unsupported architecture "
+                                      f"'{arch_of_triple(value)}' (xweave generates code "
+                                      f"for {', '.join(ARCH_FEATURES)})")
+                triple = value
             elif key == "-mattr":
                 for item in value.split(","):
                     if len(item) < 2 or item[0] not in "+-":
@@ -179,16 +246,25 @@ class Target:
                 width = int(value)
             else:
                 raise TargetError(f"target {text!r}: unknown option {key!r} (expected "
-                                  "-mcpu, -mattr or -mprefer-vector-width)")
-        explicit = {item[1:] for item in mattr} >= set(VECTOR_FEATURES)
-        if cpu is not None and cpu not in CPUS and cpu != _host_cpu()[0] and not explicit:
+                                  "-mtriple, -mcpu, -mattr or -mprefer-vector-width)")
+        target = Target(kind, cpu, tuple(mattr), width, triple)
+        arch = target.arch
+        if cpu is not None and cpu in CPUS and CPUS[cpu].arch != arch:
+            raise TargetError(f"target {text!r}: '{cpu}' is an {CPUS[cpu].arch} CPU, "
+                              f"not one for {arch} ({triple})")
+        explicit = {item[1:] for item in mattr} >= set(ARCH_FEATURES[arch])
+        host = _host_cpu()[0] if arch == host_arch() else None
+        if cpu is not None and cpu not in CPUS and cpu != host and not explicit:
+            known = sorted(n for n, info in CPUS.items() if info.arch == arch)
             raise TargetError(f"target {text!r}: unknown CPU '{cpu}' (known: "
-                              f"{', '.join(sorted(CPUS))}, or this host's "
-                              f"'{_host_cpu()[0]}')")
-        return Target(kind, cpu, tuple(mattr), width)
+                              f"{', '.join(known)}"
+                              + (f", or this host's '{host}')" if host else ")"))
+        return target
 
     def __str__(self) -> str:
         words = [self.kind]
+        if self.triple is not None:
+            words.append(f"-mtriple={self.triple}")
         if self.cpu is not None:
             words.append(f"-mcpu={self.cpu}")
         if self.mattr:
@@ -201,45 +277,90 @@ class Target:
     def is_cpu(self) -> bool:
         return self.kind in CPU_KINDS
 
+    @property
+    def arch(self) -> str:
+        """The architecture code is generated for: the triple's, else the named CPU's,
+        else this host's."""
+        if self.triple is not None:
+            return arch_of_triple(self.triple)
+        if self.cpu in CPUS:
+            return CPUS[self.cpu].arch
+        return host_arch()
+
+    @property
+    def llvm_triple(self) -> str:
+        """The LLVM triple: the one given, else the host's for its architecture, else
+        the architecture's `DEFAULT_TRIPLES` entry."""
+        if self.triple is not None:
+            return self.triple
+        if self.arch == host_arch():
+            return llvm.get_process_triple()
+        return DEFAULT_TRIPLES[self.arch]
+
+    @property
+    def on_host_arch(self) -> bool:
+        """Whether this machine's architecture runs the code (its CPU features aside)."""
+        return self.arch == host_arch()
+
+    def _cpu_name(self) -> str:
+        if self.cpu is not None:
+            return self.cpu
+        return _host_cpu()[0] if self.on_host_arch else DEFAULT_CPUS[self.arch]
+
     def resolve(self) -> Target:
         """The same machine described explicitly: the host's CPU name instead of `None`,
-        and `mattr` reduced to the `VECTOR_FEATURES` that differ from the CPU's defaults."""
+        and `mattr` reduced to the features of its architecture (`ARCH_FEATURES`) that
+        differ from the CPU's defaults. A triple given stays."""
         if not self.is_cpu:
             return self
-        name = self.cpu if self.cpu is not None else _host_cpu()[0]
+        name = self._cpu_name()
         features = self.features
+        names = ARCH_FEATURES[self.arch]
         if name in CPUS:
             defaults = set(CPUS[name].features)
-            mattr = [f"+{f}" for f in VECTOR_FEATURES if f in features and f not in defaults]
-            mattr += [f"-{f}" for f in VECTOR_FEATURES if f not in features and f in defaults]
+            mattr = [f"+{f}" for f in names if f in features and f not in defaults]
+            mattr += [f"-{f}" for f in names if f not in features and f in defaults]
         else:  # a CPU the table does not know (a new host): every feature explicit
-            mattr = [("+" if f in features else "-") + f for f in VECTOR_FEATURES]
-        return Target(self.kind, name, tuple(mattr), self.prefer_vector_width)
+            mattr = [("+" if f in features else "-") + f for f in names]
+        return Target(self.kind, name, tuple(mattr), self.prefer_vector_width, self.triple)
 
     @functools.cached_property
     def features(self) -> frozenset[str]:
-        """The `VECTOR_FEATURES` this target has."""
-        if self.cpu in CPUS:
-            base = set(CPUS[self.cpu].features)
-        else:  # the host (by default or by a name the table does not know)
+        """The features of its architecture (`ARCH_FEATURES`) this target has."""
+        name = self._cpu_name()
+        if self.cpu is not None and name in CPUS:
+            base = set(CPUS[name].features)
+        elif self.on_host_arch:  # the host (by default or by a name the table does not know)
             base = set(_host_cpu()[1])
+        else:  # another architecture's default CPU, or one the table does not know
+            base = set(_info(name).features)
         for item in self.mattr:
             if item[0] == "+":
                 base |= _with_requirements(item[1:])
             else:
                 base -= {f for f in base if item[1:] in _with_requirements(f)}
-        return frozenset(f for f in base if f in VECTOR_FEATURES)
+        return frozenset(f for f in base if f in ARCH_FEATURES[self.arch])
 
     def llvm_cpu_and_features(self) -> tuple[str, str]:
         """The CPU name and feature string to create LLVM's target machine with."""
-        if self.cpu is None:
+        if self.cpu is None and self.on_host_arch:
             return _host_cpu()[0], _host_cpu()[2]
-        return self.cpu, ",".join(self.mattr)
+        name = self._cpu_name()
+        base = _info(name).llvm_features if name in CPUS else ""
+        return name, ",".join(f for f in (base, *self.mattr) if f)
+
+    @property
+    def llvm_abi(self) -> str:
+        """LLVM's ABI name for the code ("": the triple's default)."""
+        return _info(self._cpu_name()).abi
 
     def missing_on_host(self) -> list[str]:
-        """The features this target's code may use that this machine lacks."""
+        """The features this target's code may use that this machine lacks (for a
+        target of another architecture: that architecture, which it lacks whole)."""
+        if not self.on_host_arch:
+            return [self.arch]
         host = set(_host_cpu()[1])
-        return [f for f in VECTOR_FEATURES if f in self.features and f not in host]
+        return [f for f in ARCH_FEATURES[self.arch] if f in self.features and f not in host]
 
 
 def _with_requirements(feature: str) -> set[str]:
@@ -265,8 +386,15 @@ def _host_cpu() -> tuple[str, frozenset[str], str]:
         feature_map = llvm.get_host_cpu_features()
     except RuntimeError:  # LLVM has no feature list for this host: the name's defaults
         return name, frozenset(_info(name).features), ""
-    present = frozenset(f for f in VECTOR_FEATURES if feature_map.get(f))
+    names = ARCH_FEATURES.get(host_arch(), ())
+    present = frozenset(f for f in names if feature_map.get(f))
     return name, present, feature_map.flatten()
+
+
+@functools.cache
+def host_arch() -> str:
+    """The architecture this process runs on (`x86_64`, `aarch64`, ...)."""
+    return arch_of_triple(llvm.get_process_triple())
 
 
 def host_cpu_name() -> str:
@@ -334,9 +462,10 @@ class MachineModel:
     features: frozenset[str]
     vector_bits: int
     """Width of the vectors schedules use: 512 with AVX-512 (unless the target prefers
-    narrower), 256 with AVX, else 128."""
+    narrower), 256 with AVX, else 128 (SSE, NEON, RISC-V V)."""
     vector_registers: int
-    """Architectural vector registers: 32 with AVX-512 (AVX-512VL encodes ymm16-31 too), else 16."""
+    """Architectural vector registers: 32 with AVX-512 (AVX-512VL encodes ymm16-31 too),
+    16 with SSE/AVX; 32 on aarch64 and riscv64."""
     fma_per_cycle: int
     """Vector FMA instructions of `vector_bits` a core starts per cycle."""
     fma_latency: int
@@ -345,7 +474,9 @@ class MachineModel:
     l2_bytes: int
     l3_bytes: int
     extensions: frozenset[str] = field(default_factory=frozenset)
-    """The features beyond plain vectors: fma, avx512vnni, avx512bf16, ..."""
+    """The features beyond plain vectors: fma, avx512vnni, avx512bf16, dotprod, ..."""
+    arch: str = "x86_64"
+    """The architecture (`x86_64`, `aarch64`, `riscv64`)."""
 
     @property
     def lanes(self) -> int:
@@ -355,6 +486,8 @@ class MachineModel:
     @property
     def legal_lanes(self) -> tuple[int, ...]:
         """Every f32 vector width the target can run, narrowest first (a tuner's choice)."""
+        if self.arch != "x86_64":
+            return (4,)
         widest = 16 if "avx512f" in self.features else 8 if "avx" in self.features else 4
         return tuple(n for n in (4, 8, 16) if n <= widest)
 
@@ -392,11 +525,15 @@ def _machine_model(target: Target) -> MachineModel:
     assert target.cpu is not None
     info = _info(target.cpu)
     features = target.features
-    widest = 512 if "avx512f" in features else 256 if "avx" in features else 128
+    arch = target.arch
+    if arch == "x86_64":
+        widest = 512 if "avx512f" in features else 256 if "avx" in features else 128
+        registers = 32 if "avx512f" in features else 16
+    else:  # NEON, RISC-V V (at its minimum VLEN): 128-bit vectors, 32 registers
+        widest, registers = 128, 32
     bits = min(widest, target.prefer_vector_width or widest)
-    registers = 32 if "avx512f" in features else 16
     l1, l2, l3 = info.l1_bytes, info.l2_bytes, info.l3_bytes
-    if target.cpu == _host_cpu()[0] and not target.mattr:
+    if target.on_host_arch and target.cpu == _host_cpu()[0] and not target.mattr:
         l1, l2, l3 = _host_caches() or (l1, l2, l3)
     rate = info.fma_per_cycle_512 if bits == 512 else info.fma_per_cycle_256
     if bits == 512 and rate == 0:  # a CPU the table does not know: half the 256-bit rate
@@ -405,7 +542,9 @@ def _machine_model(target: Target) -> MachineModel:
         cpu=target.cpu, features=features, vector_bits=bits, vector_registers=registers,
         fma_per_cycle=max(1, rate), fma_latency=info.fma_latency,
         l1_bytes=l1, l2_bytes=l2, l3_bytes=l3,
-        extensions=frozenset(f for f in features if f not in ("sse4.2", "avx", "avx2")),
+        extensions=frozenset(f for f in features
+                             if f not in ("sse4.2", "avx", "avx2", "neon", "v")),
+        arch=arch,
     )
 
 

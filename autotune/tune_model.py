@@ -156,6 +156,10 @@ def tune_model(
             offload_target(target.kind)
         except XweaveError as e:
             raise TuneError(str(e)) from None
+    elif not target.on_host_arch and runner == "local":
+        raise TuneError(f"target '{target}' is for {target.arch}: the local runner measures "
+                        "on this machine, which is not; tune on a machine of that architecture "
+                        "(or with --runner cluster on workers of that architecture)")
     if tuner not in TUNERS:
         raise TuneError(f"unknown tuner '{tuner}' (expected one of: {', '.join(TUNERS)})")
     if trials < 1:

@@ -53,6 +53,7 @@ from xweave.passes.profile_kernels import FLOPS_ATTR, KERNELS_ATTR
 from xweave.runtime.abi import (
     ABI_GLOBAL,
     ABI_NBYTES,
+    ENTRY,
     PARAM_COUNT,
     PARAM_NAMES,
     PARAM_NBYTES,
@@ -287,6 +288,7 @@ def _translate(module: ModuleOp, names: Sequence[str] | None,
         _add_param_metadata(ir_module, params, tm)
         if abi is not None:
             _add_abi(ir_module, abi)
+            _add_entry(ir_module)
     return _with_vector_width(_with_loop_ids(str(ir_module)), target)
 
 
@@ -472,6 +474,26 @@ def _add_abi(ir_module: llvm_ir.Module, abi: Mapping[str, object]) -> None:
     size = llvm_ir.GlobalVariable(ir_module, llvm_ir.IntType(64), ABI_NBYTES)
     size.initializer = llvm_ir.Constant(llvm_ir.IntType(64), len(data))
     size.global_constant = True
+
+
+def _add_entry(ir_module: llvm_ir.Module) -> None:
+    """`void xweave_entry(ptr args)`: `main(args[0], ..., args[n-1])` (`runtime.abi.ENTRY`)."""
+    try:
+        main = ir_module.get_global("main")
+    except KeyError:
+        return
+    ptr = llvm_ir.PointerType()
+    i64 = llvm_ir.IntType(64)
+    entry = llvm_ir.Function(ir_module, llvm_ir.FunctionType(llvm_ir.VoidType(), [ptr]), ENTRY)
+    entry.attributes.add("nounwind")
+    builder = llvm_ir.IRBuilder(entry.append_basic_block())
+    args = []
+    for i, _ in enumerate(main.args):
+        slot = builder.gep(entry.args[0], [llvm_ir.Constant(i64, i)], inbounds=True,
+                           source_etype=ptr)
+        args.append(builder.load(slot, typ=ptr, align=8))
+    builder.call(main, args)
+    builder.ret_void()
 
 
 # ----------------------------------------------------------------------------------

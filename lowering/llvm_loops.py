@@ -1,25 +1,19 @@
 """Serial loops for convert-loop-to-llvm, and which ones LLVM must not unroll.
 
-A loop kind's lowering is a function `(FunctionLowering, loop.ForOp) -> None`
-(`loop_to_llvm.FOR_LOWERINGS` maps each kind to one); it has `emit_counted_loop`,
-`lower_ops` (the body), `map` (the induction variable), and `module.add_function` to
-add a function it builds (e.g. an outlined parallel body, `llvm_parallel`).
+A loop kind's lowering is a function `(LoopLowering, loop.ForOp) -> None`
+(`loop_to_llvm.FOR_LOWERINGS` maps each kind to one; `llvm_loop_lowering` defines the
+interface): it has `emit_counted_loop`, `lower_ops` (the body), `map` (the induction
+variable), and `module.add_function` to add a function it builds (e.g. an outlined
+parallel body, `llvm_parallel`).
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from xdsl.dialects import vector
 from xdsl.ir import SSAValue
 
 from xweave.dialects import loop
-
-if TYPE_CHECKING:
-    from xweave.lowering.loop_to_llvm import FunctionLowering
-
-ForLowering = Callable[["FunctionLowering", loop.ForOp], None]
+from xweave.lowering.llvm_loop_lowering import LoopLowering
 
 
 REGISTER_BLOCK_FMAS = 13
@@ -42,7 +36,7 @@ def is_register_block_step(op: loop.ForOp) -> bool:
     return fmas >= REGISTER_BLOCK_FMAS
 
 
-def lower_serial_for(fl: FunctionLowering, op: loop.ForOp) -> None:
+def lower_serial_for(fl: LoopLowering, op: loop.ForOp) -> None:
     """The iterations one after the other, in order."""
 
     def body(iv: SSAValue) -> None:

@@ -31,8 +31,6 @@ parallel), and so is a parallel loop of a single iteration.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -49,12 +47,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from xweave.dialects import loop
 from xweave.lowering.llvm_builder import NSW, PTR, byte_size, element_type, num_elements
+from xweave.lowering.llvm_loop_lowering import LoopLowering
 from xweave.lowering.llvm_loops import lower_serial_for
 from xweave.lowering.llvm_params import get_global_name, is_get_global
 from xweave.runtime.abi import NUM_THREADS_GLOBAL
-
-if TYPE_CHECKING:
-    from xweave.lowering.loop_to_llvm import FunctionLowering
 
 OUTLINED_ATTR = "xweave.outlined"
 """Marks the functions made from parallel loop bodies."""
@@ -69,7 +65,7 @@ def _icmp(name: str) -> IntegerAttr:
     return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
 
 
-def lower_parallel_for(fl: FunctionLowering, op: loop.ForOp) -> None:
+def lower_parallel_for(fl: LoopLowering, op: loop.ForOp) -> None:
     """The iterations on libgomp's threads (serially when nested in a parallel loop)."""
     if fl.in_parallel_region or op.extent <= 1:
         lower_serial_for(fl, op)
@@ -84,7 +80,7 @@ def _defined_outside(value: SSAValue, op: Operation) -> bool:
 
 
 class _ParallelLoop:
-    def __init__(self, fl: FunctionLowering, op: loop.ForOp):
+    def __init__(self, fl: LoopLowering, op: loop.ForOp):
         self.fl = fl
         self.op = op
         index = fl.module.parallel_count.get(fl.func.sym_name.data, 0)

@@ -39,7 +39,7 @@ Ops already in the llvm dialect are left alone (top level) or copied (inside a f
 Every function of the module keeps external linkage, so kernels can be called on their
 own from the runtime and tests; the functions made from parallel loops are internal.
 
-A loop kind's lowering is a function `(FunctionLowering, loop.ForOp) -> None`; it has
+A loop kind's lowering is a function `(LoopLowering, loop.ForOp) -> None` (`llvm_loop_lowering`); it has
 `emit_counted_loop`, `lower_ops` (the body), `map` (the induction variable), and
 `module.add_function` to add a function it builds (e.g. an outlined parallel body).
 """
@@ -67,7 +67,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from xweave.dialects import loop
-from xweave.lowering.llvm_addressing import UNBOUNDED, AddressBuilder, access_parts, pow2
+from xweave.lowering.llvm_addressing import UNBOUNDED, access_parts, pow2
 from xweave.lowering.llvm_builder import (
     NSW,
     PTR,
@@ -80,7 +80,8 @@ from xweave.lowering.llvm_builder import (
     store_op,
     unsupported,
 )
-from xweave.lowering.llvm_loops import NO_LLVM_UNROLL, ForLowering, lower_serial_for
+from xweave.lowering.llvm_loop_lowering import ForLowering, LoopLowering
+from xweave.lowering.llvm_loops import NO_LLVM_UNROLL, lower_serial_for
 from xweave.lowering.llvm_params import (
     call_state_uses,
     extract_params,
@@ -372,8 +373,9 @@ def _signature(op: func.FuncOp, call_state: int = 0) -> llvm.LLVMFunctionType:
 # ----------------------------------------------------------------------------------
 
 
-class FunctionLowering(AddressBuilder):
-    """Builds the `llvm.func` body of one `func.func`."""
+class FunctionLowering(LoopLowering):
+    """Builds the `llvm.func` body of one `func.func` (`LoopLowering`: what the loop
+    kinds' lowerings use of it)."""
 
     def __init__(self, module: _ModuleLowering, op: func.FuncOp, ftype: llvm.LLVMFunctionType):
         super().__init__(ftype.inputs.data, module.externals)

@@ -23,6 +23,10 @@ ABI_GLOBAL = "xweave_abi"
 ABI_NBYTES = "xweave_abi_nbytes"
 """The byte count of `ABI_GLOBAL`."""
 
+ENTRY = "xweave_entry"
+"""`void xweave_entry(ptr args)`: calls @main with `args[0..n)` (inputs, outputs, call
+state), so that a C runtime calls a model of any arity through one signature."""
+
 NUM_THREADS_GLOBAL = "xweave_num_threads"
 """The `i32` global of a compiled object holding its thread count (0: libgomp's default)."""
 

@@ -34,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from xweave import plugins
-from xweave.errors import ModelError
+from xweave.errors import ModelError, XweaveError
 from xweave.runtime.files import write_zip_atomically
 from xweave.runtime.module import (
     FORMAT_VERSION,
+    READ_VERSIONS,
     CompiledModule,
     TensorSpec,
     feeds_and_outputs,
@@ -198,6 +199,12 @@ class HeteroModule:
         }
         write_zip_atomically(path, manifest, files)
 
+    def export_library(self, path: str | os.PathLike, cc: str | None = None) -> None:
+        """Not possible: a shared library holds CPU code only (its C runtime does not
+        drive an accelerator)."""
+        raise XweaveError(f"{path}: a module for target '{self.accelerator}' cannot be "
+                          "exported as a shared library (only CPU builds, target llvm, can)")
+
 
 def _exported_bytes(module: CompiledModule) -> bytes:
     """A CPU segment exported as `CompiledModule.export` writes it (nested in ours)."""
@@ -227,7 +234,7 @@ def load_hetero(path: Path, zf: zipfile.ZipFile, manifest: dict) -> HeteroModule
     if not isinstance(accelerator, str):
         raise ModelError(f"{path}: manifest field 'target': expected a string, "
                          f"got {accelerator!r:.60}")
-    if manifest.get("format") != "xweave-module" or manifest.get("version") != FORMAT_VERSION:
+    if manifest.get("format") != "xweave-module" or manifest.get("version") not in READ_VERSIONS:
         raise ModelError(f"{path}: unsupported module format {manifest.get('format')!r} "
                          f"version {manifest.get('version')!r}")
     try:

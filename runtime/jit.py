@@ -36,7 +36,6 @@ import ctypes.util
 import functools
 import json
 import os
-import platform
 import struct
 import threading
 from collections.abc import Mapping, Sequence
@@ -55,6 +54,7 @@ from xweave.runtime.abi import (
     PARAM_PREFIX,
     PARAM_TABLE,
 )
+from xweave.runtime.elf import MACHINES, host_machine_arch
 from xweave.runtime.threads import (
     configure_openmp,
     default_num_threads,
@@ -90,28 +90,35 @@ class UnresolvedSymbolError(JITError):
 # ----------------------------------------------------------------------------------
 
 _init_lock = threading.Lock()
-_initialized = False
+_initialized: set[str] = set()
 
 
-def _initialize() -> None:
-    global _initialized
+def _initialize(every_target: bool = False) -> None:
     with _init_lock:
-        if not _initialized:
+        if "native" not in _initialized:
             # (llvmlite >= 0.44: no llvm.initialize(); the native target is enough)
             llvm_binding.initialize_native_target()
             llvm_binding.initialize_native_asmprinter()
-            _initialized = True
+            _initialized.add("native")
+        if every_target and "all" not in _initialized:  # cross-compiling
+            llvm_binding.initialize_all_targets()
+            llvm_binding.initialize_all_asmprinters()
+            _initialized.add("all")
 
 
-def target_description(target: Target) -> dict[str, str]:
-    """What code compiled for `target` needs: the triple and the resolved target
-    (`llvm -mcpu=NAME -mattr=...`), as the ABI records it."""
-    return {"triple": llvm_binding.get_default_triple(), "cpu": str(target.resolve())}
+def target_description(target: Target) -> dict[str, object]:
+    """What code compiled for `target` needs, as the ABI records it: the LLVM triple,
+    the resolved target (`llvm [-mtriple=T] -mcpu=NAME -mattr=...`) and the features of
+    its architecture the code may use (`target.ARCH_FEATURES`)."""
+    resolved = target.resolve()
+    return {"triple": resolved.llvm_triple, "cpu": str(resolved),
+            "features": sorted(resolved.features)}
 
 
 def missing_cpu_features(description: Mapping[str, object]) -> list[str]:
     """The vector features the code of a `target_description` may use that this CPU
-    lacks: code compiled for it could stop on an illegal instruction here."""
+    lacks: code compiled for it could stop on an illegal instruction here (code for
+    another architecture: that architecture)."""
     cpu = description.get("cpu")
     if not isinstance(cpu, str):
         raise TargetError(f"the ABI's target is malformed ({cpu!r:.60})")
@@ -126,14 +133,24 @@ slower on Zen 4 than scalar or 8-lane code (bench/HISTORY.md, issue 18)."""
 
 def _create_target_machine(reloc: str, target: Target | None = None) -> llvm_binding.TargetMachine:
     """A new target machine for `target` (default: this host, with all its features)."""
-    _initialize()
-    cpu, features = (target or Target()).llvm_cpu_and_features()
-    return llvm_binding.Target.from_default_triple().create_target_machine(
+    target = target or Target()
+    cross = target.triple is not None or not target.on_host_arch
+    _initialize(every_target=cross)
+    try:
+        llvm_target = (llvm_binding.Target.from_triple(target.llvm_triple) if cross
+                       else llvm_binding.Target.from_default_triple())
+    except RuntimeError as e:
+        raise TargetError(f"LLVM cannot generate code for '{target.llvm_triple}': "
+                          f"{str(e).strip()}") from None
+    cpu, features = target.llvm_cpu_and_features()
+    tuning = NO_GATHERS if target.arch == "x86_64" else ()
+    return llvm_target.create_target_machine(
         cpu=cpu,
-        features=",".join(f for f in (features, *NO_GATHERS) if f),
+        features=",".join(f for f in (features, *tuning) if f),
         opt=3,
         reloc=reloc,
         codemodel="default" if reloc == "pic" else "jitdefault",
+        abiname=target.llvm_abi,
     )
 
 
@@ -364,9 +381,6 @@ _STB_WEAK = 2
 _IGNORED_UNDEFINED = ("_GLOBAL_OFFSET_TABLE_",)
 
 
-_ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
-
-
 def _undefined_symbols(data: bytes) -> list[str]:
     """Names of the undefined, non-weak symbols of an ELF64 little-endian object for
     this machine (a `JITError` for anything else, before LLVM sees it: LLVM ends the
@@ -384,9 +398,9 @@ def _undefined_symbols(data: bytes) -> list[str]:
 def _elf_undefined(data: bytes) -> list[str]:
 
     machine = struct.unpack_from("<H", data, 0x12)[0]
-    expected = _ELF_MACHINES.get(platform.machine())
-    if expected is not None and machine != expected:
-        raise JITError(f"the object is for ELF machine {machine}, not this {platform.machine()}")
+    arch = MACHINES.get(machine, f"ELF machine {machine}")
+    if arch != host_machine_arch():
+        raise JITError(f"the object is for {arch}, not this {host_machine_arch()}")
     shoff = struct.unpack_from("<Q", data, 0x28)[0]
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [

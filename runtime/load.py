@@ -7,14 +7,17 @@ from pathlib import Path
 
 from xweave.errors import ModelError
 from xweave.runtime.hetero import HeteroModule, load_hetero
+from xweave.runtime.library import LibraryModule, is_library
 from xweave.runtime.threads import check_num_threads, set_num_threads
 from xweave.runtime.module import CompiledModule, at_path, load_compiled, read_module_file
 
 
 def load_module(path: str | os.PathLike, threads: int | None = None
-                ) -> CompiledModule | HeteroModule:
-    """Load a module written by `CompiledModule.export` (a CPU module) or
-    `HeteroModule.export` (CPU + accelerator: the manifest's `target` names it).
+                ) -> CompiledModule | HeteroModule | LibraryModule:
+    """Load a module written by `CompiledModule.export` (a CPU module),
+    `HeteroModule.export` (CPU + accelerator: the manifest's `target` names it) or
+    `CompiledModule.export_library` (a shared library, told by its ELF magic: run
+    through its C API, `runtime.library.LibraryModule`).
 
     The file is checked before anything runs (see `load_compiled`, `load_hetero`): a
     damaged or mismatched file is a `ModelError` naming the field or member. Loading
@@ -31,10 +34,13 @@ def load_module(path: str | os.PathLike, threads: int | None = None
     return module
 
 
-def _load(path: Path) -> CompiledModule | HeteroModule:
+def _load(path: Path) -> CompiledModule | HeteroModule | LibraryModule:
+    if is_library(path):
+        return LibraryModule(path)
     zf, manifest = read_module_file(path)
     with zf:
-        if manifest.get("target", "llvm") == "llvm":
+        target = manifest.get("target", "llvm")
+        if isinstance(target, str) and target.split(" ", 1)[0] == "llvm":
             return load_compiled(path, zf, manifest)
         try:
             return load_hetero(path, zf, manifest)

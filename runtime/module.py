@@ -16,18 +16,25 @@ from pathlib import Path
 import numpy as np
 
 from xweave.errors import InputError, ModelError
-from xweave.runtime.abi import ARENA, NUM_THREADS_GLOBAL, PROFILE_GLOBAL
+from xweave.runtime.abi import ABI_GLOBAL, ARENA, NUM_THREADS_GLOBAL, PROFILE_GLOBAL
 from xweave.runtime.arena import CallStatePool
+from xweave.runtime.elf import ElfError, host_machine_arch, object_symbol, read_header
 from xweave.runtime.jit import JITError, load_object, missing_cpu_features
+from xweave.runtime.library_export import export_library
 from xweave.runtime.profile import Profile, ProfileError, ProfileSlot, run_profile
 from xweave.runtime.threads import GOVERNOR
 from xweave.runtime.files import write_zip_atomically
 from xweave.target import Target, TargetError, host_cpu_name
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Version of the exported file: 2 added `module_sha256` to the manifest, the ABI
 description in the object code and the call state as @main's arguments (version 1's
-code shared one arena among calls: it is refused, recompile the model)."""
+code shared one arena among calls: it is refused, recompile the model); 3 names the
+whole target in the manifest (`target`: the resolved target, `triple`, `features`;
+version 2 files, which say only `"target": "llvm"`, still load)."""
+
+READ_VERSIONS = (2, 3)
+"""The versions of exported files `load_module` reads."""
 
 ABI_VERSION = 1
 """Version of the ABI description a model's object carries (`abi_version` in it)."""
@@ -78,6 +85,34 @@ def feeds_and_outputs(args: tuple, inputs: Mapping[str, object], outputs: list[T
     return feeds, [known.index(n) for n in names]
 
 
+def check_inputs(specs: list[TensorSpec], inputs: Mapping[str, object]) -> list[np.ndarray]:
+    """The arrays of `inputs` in the order of `specs`, contiguous; an `InputError` naming
+    every missing or unknown input, or the first of a wrong dtype or shape."""
+    expected = {spec.name: spec for spec in specs}
+    missing = [n for n in expected if n not in inputs]
+    extra = [n for n in inputs if n not in expected]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append("missing input(s): " + ", ".join(
+                f"'{n}' (expected shape {list(expected[n].shape)}, dtype {expected[n].dtype})"
+                for n in missing))
+        if extra:
+            parts.append("unknown input(s): " + ", ".join(f"'{n}'" for n in extra)
+                         + f" (the model's inputs are: {', '.join(expected)})")
+        raise InputError("; ".join(parts))
+    arrays = []
+    for spec in specs:
+        array = np.asarray(inputs[spec.name])
+        if array.dtype != np.dtype(spec.dtype):
+            raise InputError(f"input '{spec.name}': expected dtype {spec.dtype}, got {array.dtype}")
+        if tuple(array.shape) != spec.shape:
+            raise InputError(f"input '{spec.name}': expected shape {list(spec.shape)}, "
+                             f"got {list(array.shape)}")
+        arrays.append(np.ascontiguousarray(array))
+    return arrays
+
+
 class CompiledModule:
     """A model compiled for the CPU: call `run(**inputs)`, `export(path)`.
 
@@ -102,10 +137,18 @@ class CompiledModule:
         self.params = dict(params)
         self._compiled = compiled  # the CompiledObject, when built in this process
         try:
-            self._engine = load_object(object_bytes, self.params)
-            abi = self._engine.abi()
-        except JITError as e:
-            raise ModelError(str(e)) from None
+            arch = read_header(object_bytes).arch
+        except ElfError as e:
+            raise ModelError(f"module.o: {e}") from None
+        self._engine = None
+        if arch == host_machine_arch():
+            try:
+                self._engine = load_object(object_bytes, self.params)
+                abi = self._engine.abi()
+            except JITError as e:
+                raise ModelError(str(e)) from None
+        else:  # code for another architecture: described, exported, never loaded here
+            abi = _abi_in_object(object_bytes)
         if abi is None:
             raise ModelError("the object code carries no ABI description (not a model "
                              "compiled by this version of xweave)")
@@ -119,9 +162,15 @@ class CompiledModule:
         except TargetError as e:
             raise ModelError(f"the object's ABI description is malformed ({e})") from None
         # Loading ran none of the code: code for another CPU can be exported, not run here.
-        self._not_runnable = (f"the module was compiled for '{self.target}', and this CPU "
-                              f"('{host_cpu_name()}') lacks {', '.join(missing)}"
-                              if missing else None)
+        if self._engine is None:
+            self._not_runnable = (
+                f"the module was compiled for {arch} ('{self.target}'), and this machine is "
+                f"{host_machine_arch()}: export it as a shared library (export_library, "
+                "`xweave compile -o MODEL.so`) and run it there")
+        else:
+            self._not_runnable = (f"the module was compiled for '{self.target}', and this CPU "
+                                  f"('{host_cpu_name()}') lacks {', '.join(missing)}"
+                                  if missing else None)
         if verify_params:
             _check_params(self.params, spec["params"], spec["params_sha256"])
         self.inputs: list[TensorSpec] = spec["inputs"]
@@ -133,13 +182,16 @@ class CompiledModule:
         state = spec["call_state"]
         self._state_names = [name for name, _ in state]
         self._pool = CallStatePool([nbytes for _, nbytes in state])
-        self._main = self._engine.get_function(
-            "main", [ctypes.c_void_p] * (len(self.inputs) + len(self.outputs) + len(state))
-        )
-        if self._not_runnable:
-            self._main = self._refuse
-        address = self._engine.address(NUM_THREADS_GLOBAL)
-        self._team = ctypes.c_int32.from_address(address) if address else None
+        self._main = self._refuse
+        self._team = None
+        if self._engine is not None:
+            main = self._engine.get_function(
+                "main", [ctypes.c_void_p] * (len(self.inputs) + len(self.outputs) + len(state))
+            )
+            if not self._not_runnable:
+                self._main = main
+            address = self._engine.address(NUM_THREADS_GLOBAL)
+            self._team = ctypes.c_int32.from_address(address) if address else None
         """The code's thread count, which `_govern_threads` lowers on a busy machine."""
 
     def _govern_threads(self) -> None:
@@ -181,31 +233,8 @@ class CompiledModule:
 
     # --- running -----------------------------------------------------------------
 
-    def _check_inputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        expected = {spec.name: spec for spec in self.inputs}
-        missing = [n for n in expected if n not in inputs]
-        extra = [n for n in inputs if n not in expected]
-        if missing or extra:
-            parts = []
-            if missing:
-                parts.append("missing input(s): " + ", ".join(
-                    f"'{n}' (expected shape {list(expected[n].shape)}, dtype {expected[n].dtype})"
-                    for n in missing))
-            if extra:
-                parts.append("unknown input(s): " + ", ".join(f"'{n}'" for n in extra)
-                             + f" (the model's inputs are: {', '.join(expected)})")
-            raise InputError("; ".join(parts))
-        arrays = []
-        for spec in self.inputs:
-            value = inputs[spec.name]
-            array = np.asarray(value)
-            if array.dtype != np.dtype(spec.dtype):
-                raise InputError(f"input '{spec.name}': expected dtype {spec.dtype}, got {array.dtype}")
-            if tuple(array.shape) != spec.shape:
-                raise InputError(f"input '{spec.name}': expected shape {list(spec.shape)}, "
-                                 f"got {list(array.shape)}")
-            arrays.append(np.ascontiguousarray(array))
-        return arrays
+    def _check_inputs(self, inputs: Mapping[str, object]) -> list[np.ndarray]:
+        return check_inputs(self.inputs, inputs)
 
     def run(self, *args, **inputs: np.ndarray) -> list[np.ndarray]:
         """Run the model: `run(data=x)`, `run({"data": x})`, or onnxruntime's
@@ -277,10 +306,13 @@ class CompiledModule:
         `path` is never left half-written.
         """
         path = Path(path)
+        target = self.abi["target"]
         manifest = {
             "format": "xweave-module",
             "version": FORMAT_VERSION,
-            "target": "llvm",
+            "target": target["cpu"],
+            "triple": target["triple"],
+            "features": target["features"],
             "inputs": [s.to_json() for s in self.inputs],
             "outputs": [s.to_json() for s in self.outputs],
             "peak_memory_bytes": self.peak_memory_bytes,
@@ -292,6 +324,13 @@ class CompiledModule:
         np.savez(params, **self.params)
         write_zip_atomically(path, manifest, {"module.o": self.object_bytes,
                                               "params.npz": params.getvalue()})
+
+    def export_library(self, path: str | os.PathLike, cc: str | None = None) -> None:
+        """Write one shared library (kernels, weights, call plan, signature and the C
+        runtime of `xweave.h`) that runs without Python, on the target's machine: see
+        `runtime.library_export`. `cc` names the C compiler that links it
+        (default: `$XWEAVE_CC`, else the system's, or the target's cross compiler)."""
+        export_library(path, self.object_bytes, self.params, self.abi, cc=cc)
 
 
 # --- the ABI description ---------------------------------------------------------------
@@ -307,13 +346,34 @@ def params_digest(params: Mapping[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+def _abi_in_object(object_bytes: bytes) -> dict | None:
+    """The ABI description an object carries, read from its bytes (code for another
+    architecture is never loaded)."""
+    try:
+        raw = object_symbol(object_bytes, ABI_GLOBAL)
+    except ElfError as e:
+        raise ModelError(f"module.o: {e}") from None
+    if raw is None:
+        return None
+    try:
+        abi = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise ModelError("the object's ABI description is not valid JSON") from None
+    if not isinstance(abi, dict):
+        raise ModelError("the object's ABI description is not a JSON object")
+    return abi
+
+
 def _parse_abi(abi: dict) -> dict:
     try:
         if abi.get("abi_version") != ABI_VERSION:
             raise ValueError(f"ABI version {abi.get('abi_version')!r}")
         state = [(str(d["name"]), _count(d["nbytes"])) for d in abi["call_state"]]
-        if not isinstance(abi["target"], dict):
-            raise ValueError(f"target {abi['target']!r:.60}")
+        target = abi["target"]
+        if (not isinstance(target, dict) or not isinstance(target.get("cpu"), str)
+                or not isinstance(target.get("triple"), str)
+                or not isinstance(target.get("features", []), list)):
+            raise ValueError(f"target {target!r:.60}")
         return {
             "target": abi["target"],
             "inputs": [_tensor_spec(d, "'inputs") for d in abi["inputs"]],
@@ -380,6 +440,14 @@ def _manifest_specs(manifest: dict, key: str) -> list[TensorSpec]:
 
 def _check_manifest(manifest: dict, module: CompiledModule) -> None:
     """A `ModelError` naming the first manifest field that differs from the code's ABI."""
+    target = module.abi["target"]
+    named = ((("target", target["cpu"]), ("triple", target["triple"]),
+              ("features", target.get("features")))
+             if manifest.get("version") != 2 else (("target", "llvm"),))
+    for key, code in named:
+        if manifest.get(key) != code:
+            raise ModelError(f"manifest field '{key}' does not match the compiled code "
+                             f"(manifest: {_brief(manifest.get(key))}; code: {_brief(code)})")
     inputs, outputs = _manifest_specs(manifest, "inputs"), _manifest_specs(manifest, "outputs")
     peak = manifest.get("peak_memory_bytes")
     if peak is not None:
@@ -457,8 +525,9 @@ def load_compiled(path: Path, zf: zipfile.ZipFile, manifest: dict) -> CompiledMo
     except ModelError as e:
         raise ModelError(at_path(path, str(e))) from None
     if not module.runnable:
-        raise TargetError(f"{path}: {module._not_runnable}: compile it again with --target "
-                          "llvm (or for a CPU without these features)")
+        again = ("" if module._engine is None else ": compile it again with --target llvm "
+                 "(or for a CPU without these features)")
+        raise TargetError(f"{path}: {module._not_runnable}{again}")
     return module
 
 
@@ -474,9 +543,9 @@ def _check_version(path: Path, manifest: dict) -> None:
     if version == 1:
         raise ModelError(f"{path}: module format version 1 was written by an older xweave "
                          "and cannot be loaded; compile the model again")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS or isinstance(version, bool):
         raise ModelError(f"{path}: unsupported module format version {version!r:.60} "
-                         f"(this xweave reads version {FORMAT_VERSION})")
+                         f"(this xweave reads versions {', '.join(map(str, READ_VERSIONS))})")
 
 
 def _member(path: Path, zf: zipfile.ZipFile, name: str) -> bytes:

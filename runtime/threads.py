@@ -138,6 +138,9 @@ def set_num_threads(target, n: int) -> None:
     ignores it.
     """
     check_num_threads(n)
+    if hasattr(target, "_xweave_set_threads"):  # a library's (runtime.library)
+        target._xweave_set_threads(n)
+        return
     engine = _engine_of(target)
     address = engine.address(NUM_THREADS_GLOBAL)
     if address:
@@ -148,6 +151,8 @@ def set_num_threads(target, n: int) -> None:
 def get_num_threads(target) -> int:
     """The thread count a loaded `Engine` or `CompiledModule` was given (a
     `CompiledModule` call may use fewer on a busy machine: `ThreadGovernor`)."""
+    if hasattr(target, "_xweave_set_threads"):  # a library's (runtime.library)
+        return target.num_threads
     engine = _engine_of(target)
     if getattr(engine, "_num_threads", None):
         return engine._num_threads

@@ -20,6 +20,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xweave
+from xweave.errors import ModelError
 
 BIN = Path(sys.executable).parent
 SEED = 20
@@ -28,6 +29,7 @@ WORKER = r"""
 import json, sys, traceback
 import numpy as np
 import xweave
+from xweave.errors import ModelError
 from xweave.errors import ModelError
 
 cases = json.loads(sys.stdin.read())
@@ -268,3 +270,25 @@ def test_code_for_cpu_features_this_host_lacks_is_refused(monkeypatch, tmp_path)
     monkeypatch.setattr(tgt, "_host_cpu", lambda: ("x86-64", frozenset(), ""))
     with pytest.raises(TargetError, match=r"compiled for 'llvm -mcpu=znver3'.* lacks sse4.2, avx"):
         xweave.load_module(tmp_path / "m.xwm")
+
+
+def test_the_manifest_names_the_whole_target_and_version_2_files_still_load(tmp_path):
+    module = _model(False)
+    module.export(tmp_path / "m.xwm")
+    members = _members(tmp_path / "m.xwm")
+    manifest = json.loads(members["manifest.json"])
+    assert manifest["version"] == 3
+    assert (manifest["target"], manifest["triple"], manifest["features"]) == (
+        "llvm -mcpu=znver3", "x86_64-unknown-linux-gnu", ["avx", "avx2", "f16c", "fma", "sse4.2"])
+    # a file of another target's name than its code's is refused, naming the field
+    _write(tmp_path / "other.xwm", {**members, "manifest.json": json.dumps(
+        {**manifest, "target": "llvm -mcpu=znver4"}).encode()})
+    with pytest.raises(ModelError, match="manifest field 'target' does not match"):
+        xweave.load_module(tmp_path / "other.xwm")
+    # what the previous format wrote: "target": "llvm", no triple or features
+    old = {k: v for k, v in manifest.items() if k not in ("triple", "features")}
+    _write(tmp_path / "v2.xwm", {**members, "manifest.json": json.dumps(
+        {**old, "version": 2, "target": "llvm"}).encode()})
+    x = np.random.default_rng(3).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.testing.assert_array_equal(xweave.load_module(tmp_path / "v2.xwm").run(x=x)[0],
+                                  module.run(x=x)[0])

@@ -46,7 +46,8 @@ def test_the_wheel_names_its_license_and_holds_the_examples(installed):
         metadata = zf.read(next(n for n in names if n.endswith("dist-info/METADATA"))).decode()
     assert any(n.endswith("dist-info/licenses/LICENSE") for n in names)
     assert {"xweave/examples/small_cnn.onnx", "xweave/examples/gemm8x8/dense.py",
-            "xweave/examples/gemm8x8/README.md"} <= names
+            "xweave/examples/gemm8x8/README.md", "xweave/runtime/native/xweave.h",
+            "xweave/runtime/native/xweave_runtime.c"} <= names
     assert not any(n.startswith(("xweave/tests/", "xweave/bench/")) for n in names)
     assert "License: Apache-2.0" in metadata
     assert "Classifier: Topic :: Software Development :: Compilers" in metadata
@@ -68,6 +69,10 @@ def test_the_readme_examples_run_from_the_wheel(installed, tmp_path):
         same = xweave.load_module("small_cnn.xwm")
         x = np.random.rand(1, 3, 32, 32).astype(np.float32)
         np.testing.assert_array_equal(same.run(data=x)[0], module.run(data=x)[0])
+        module.export_library("small_cnn.so")  # the C runtime and header ship in the wheel
+        assert str(xweave.include_dir()).startswith({str(site)!r})
+        library = xweave.load_module("small_cnn.so")
+        np.testing.assert_array_equal(library.run(data=x)[0], module.run(data=x)[0])
 
         from xweave.examples.gemm8x8 import dense
         x = np.random.randint(-128, 128, (4, 40), dtype=np.int8)

@@ -31,6 +31,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "small_cnn.onnx"
 @pytest.mark.parametrize("text", [
     "llvm", "llvm -mcpu=znver3", "llvm -mcpu=znver4 -mattr=-avx512f",
     "llvm -mcpu=x86-64-v3 -mattr=+avx512f,+avx512vl", "llvm -mcpu=znver4 -mprefer-vector-width=256",
+    "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", "llvm -mtriple=riscv64-linux-gnu -mattr=+v",
     "vta",
 ])
 def test_targets_print_as_they_were_written(text):
@@ -47,6 +48,9 @@ def test_targets_print_as_they_were_written(text):
     ("vta -mcpu=znver4", "options are for CPU targets"),
     ("llvm -mprefer-vector-width=1024", "must be 128, 256 or 512"),
     ("llvm -mcpu='znver4", "No closing quotation"),
+    ("llvm -mtriple=mips-linux-gnu", "unsupported architecture 'mips'"),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=znver3", "'znver3' is an x86_64 CPU, not one for aarch64"),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-z9", "unknown CPU 'cortex-z9' \\(known: cortex-a53"),
 ])
 def test_bad_targets_are_one_clear_error(text, message):
     with pytest.raises(TargetError, match=message):
@@ -123,6 +127,10 @@ def test_missing_features_are_those_the_host_lacks(fake_host):
     ("llvm -mcpu=skylake-avx512", 16, 32, 2),
     ("llvm -mcpu=znver4 -mprefer-vector-width=256", 8, 32, 2),
     ("llvm -mcpu=znver4 -mattr=-avx512f", 8, 16, 2),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", 4, 32, 2),  # NEON
+    ("llvm -mcpu=cortex-a53", 4, 32, 1),
+    ("llvm -mtriple=aarch64-linux-gnu", 4, 32, 2),
+    ("llvm -mtriple=riscv64-linux-gnu -mattr=+v", 4, 32, 1),  # V at its 128-bit minimum
 ])
 def test_machine_models_of_named_cpus(text, lanes, registers, fma_per_cycle, monkeypatch):
     monkeypatch.delenv(tgt.REGISTERS_ENV, raising=False)
@@ -135,6 +143,21 @@ def test_a_named_cpu_takes_its_caches_from_the_table(monkeypatch):
     model = machine_model("llvm -mcpu=znver3")
     assert (model.l1_bytes, model.l2_bytes, model.l3_bytes) == (32 << 10, 512 << 10, 32 << 20)
     assert machine_model("llvm -mcpu=sapphirerapids").l2_bytes == 2 << 20
+
+
+def test_another_architecture_is_named_by_its_triple_or_its_cpu():
+    a72 = Target.parse("llvm -mcpu=cortex-a72")
+    assert (a72.arch, a72.llvm_triple, a72.features) == ("aarch64", "aarch64-unknown-linux-gnu",
+                                                          {"neon"})
+    assert not a72.on_host_arch or tgt.host_arch() == "aarch64"
+    generic = Target.parse("llvm -mtriple=aarch64-linux-gnu").resolve()
+    assert str(generic) == "llvm -mtriple=aarch64-linux-gnu -mcpu=generic"
+    assert Target.parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1 -mattr=-dotprod"
+                        ).resolve().mattr == ("-dotprod",)
+    assert machine_model("llvm -mcpu=cortex-a72").legal_lanes == (4,)
+    rv = Target.parse("llvm -mtriple=riscv64-linux-gnu -mattr=+v")
+    assert rv.llvm_cpu_and_features() == ("generic-rv64", "+m,+a,+f,+d,+c,+v")
+    assert rv.llvm_abi == "lp64d"
 
 
 def test_the_register_override_is_one_override_of_the_model(monkeypatch):
