@@ -386,6 +386,16 @@ class LoopFunctions(InterpreterFunctions):
     def run_extui(self, interpreter: Interpreter, op: arith.ExtUIOp, args: PythonValues):
         return (_cast(_unsigned(args[0], op.input.type), op.result.type),)
 
+    @impl(arith.MaxUIOp)
+    def run_maxui(self, interpreter: Interpreter, op: arith.MaxUIOp, args: PythonValues):
+        a, b = (_unsigned(v, op.lhs.type) for v in args)
+        return (_cast(np.maximum(a, b), op.result.type),)
+
+    @impl(arith.MinUIOp)
+    def run_minui(self, interpreter: Interpreter, op: arith.MinUIOp, args: PythonValues):
+        a, b = (_unsigned(v, op.lhs.type) for v in args)
+        return (_cast(np.minimum(a, b), op.result.type),)
+
 
 for _op_type, _fn in NUMPY_FUNCTIONS.items():
     _name = f"run_{_op_type.name.replace('.', '_')}"

@@ -23,6 +23,7 @@ from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 from xdsl.utils.exceptions import VerifyException
 
+from xweave.dialects.dtypes import value_type
 from xweave.dialects.loop.affine_syntax import print_affine_expr
 
 
@@ -44,7 +45,7 @@ def _verify_access(
             f"map {affine_map} has {len(affine_map.results)} results, "
             f"but the memref has rank {rank}"
         )
-    element_type = memref_type.get_element_type()
+    element_type = value_type(memref_type.get_element_type())
     if isinstance(access_type, VectorType):
         if access_type.element_type != element_type or access_type.get_num_dims() != 1:
             raise VerifyException(
@@ -164,7 +165,7 @@ class LoadOp(MemoryAccess, IRDLOperation):
         """Read `memref[map(indices)]`; `map` defaults to the identity."""
         memref = SSAValue.get(memref)
         if result_type is None:
-            result_type = cast(MemRefType, memref.type).get_element_type()
+            result_type = value_type(cast(MemRefType, memref.type).get_element_type())
         super().__init__(
             operands=[memref, indices],
             result_types=[result_type],
@@ -244,10 +245,10 @@ class StoreOp(MemoryAccess, IRDLOperation):
         value = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         memref, map, indices, attributes = _parse_access(parser)
-        value_type = cast(MemRefType, memref.type).get_element_type()
+        stored = value_type(cast(MemRefType, memref.type).get_element_type())
         if parser.parse_optional_punctuation(",") is not None:
-            value_type = parser.parse_type()
-        op = cls(parser.resolve_operand(value, value_type), memref, indices, map)
+            stored = parser.parse_type()
+        op = cls(parser.resolve_operand(value, stored), memref, indices, map)
         op.attributes |= attributes
         return op
 
@@ -284,7 +285,7 @@ class PrefetchOp(MemoryAccess, IRDLOperation):
         return self.write is not None
 
     def verify_(self) -> None:
-        element_type = cast(MemRefType, self.memref.type).get_element_type()
+        element_type = value_type(cast(MemRefType, self.memref.type).get_element_type())
         _verify_access(self, cast(MemRefType, self.memref.type), element_type, "element")
 
     def print(self, printer: Printer) -> None:
