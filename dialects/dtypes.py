@@ -88,3 +88,13 @@ def value_type(element: Attribute) -> Attribute:
 def is_unsigned(element: Attribute) -> bool:
     """Whether `element` is an unsigned integer type (`ui8`, ...)."""
     return isinstance(element, IntegerType) and element.signedness.data == Signedness.UNSIGNED
+
+
+def integer_range(element: Attribute) -> tuple[int, int]:
+    """The least and greatest value of an integer type (signless ones read as signed):
+    (-128, 127) for `i8`, (0, 255) for `ui8`."""
+    assert isinstance(element, IntegerType)
+    width = element.width.data
+    if is_unsigned(element):
+        return 0, (1 << width) - 1
+    return -(1 << (width - 1)), (1 << (width - 1)) - 1

@@ -49,6 +49,28 @@ from xweave.winograd import sparse_sum, winograd_matrices
 NEG_INF = float("-inf")
 
 
+def is_integer(t: te.Tensor) -> bool:
+    """Whether a tensor holds integers (a quantized layer's operands)."""
+    return t.dtype.startswith(("int", "uint"))
+
+
+def _product(a: te.Expr, b: te.Expr, integer: bool) -> te.Expr:
+    """a * b; integer operands converted to int32 first (exact: 8-bit products and their
+    sums fit), so an integer layer accumulates in int32."""
+    if integer:
+        return te.cast(a, "int32") * te.cast(b, "int32")
+    return a * b
+
+
+def lowest(dtype: str) -> float | int:
+    """The least value of `dtype` (-inf for floats): a padding that never wins a max."""
+    if dtype.startswith("uint"):
+        return 0
+    if dtype.startswith("int"):
+        return -(1 << (int(dtype[3:]) - 1))
+    return NEG_INF
+
+
 # --- dense / matmul ------------------------------------------------------------------
 
 
@@ -56,7 +78,9 @@ def dense(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None):
     """x[M, K] . w[N, K]^T (+ bias[N])."""
     (m, k_extent), (n, _) = x.shape, w.shape
     k = te.reduce_axis(k_extent, name="k")
-    out = te.compute((m, n), lambda i, j: te.sum(x[i, k] * w[j, k], axis=k), name="dense")
+    integer = is_integer(x)
+    out = te.compute((m, n), lambda i, j: te.sum(_product(x[i, k], w[j, k], integer), axis=k),
+                     name="dense")
     if bias is None:
         return out
     return te.compute((m, n), lambda i, j: out[i, j] + bias[j], name="bias_add")
@@ -67,12 +91,13 @@ def matmul(a: te.Tensor, b: te.Tensor, out_shape: Sequence[int]):
     k_extent = a.shape[-1]
     k = te.reduce_axis(k_extent, name="k")
     batch = list(out_shape[:-2])
+    integer = is_integer(a)
 
     def body(*idx):
         *b_idx, i, j = idx
         a_batch = _broadcast_index(_Shape(a.shape[:-2]), batch, b_idx)
         b_batch = _broadcast_index(_Shape(b.shape[:-2]), batch, b_idx)
-        return te.sum(a[(*a_batch, i, k)] * b[(*b_batch, k, j)], axis=k)
+        return te.sum(_product(a[(*a_batch, i, k)], b[(*b_batch, k, j)], integer), axis=k)
 
     return te.compute(tuple(out_shape), body, name="matmul")
 
@@ -106,13 +131,15 @@ def pad(x: te.Tensor, pads: Sequence[int], value: float = 0.0, name: str = "pad"
 
 
 def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
-           strides, pads, dilations, groups: int):
-    """2-D convolution, NCHW data, OIHW weights, with groups and dilation."""
+           strides, pads, dilations, groups: int, pad_value: int = 0):
+    """2-D convolution, NCHW data, OIHW weights, with groups and dilation; on integers
+    (int32 sums) the input is padded with `pad_value`."""
     _, channels, _, _ = data.shape
     out_channels, group_channels, kh, kw = weight.shape
     sh, sw = strides
     dh, dw = dilations
-    source = pad(data, pads) if any(pads) else data
+    integer = is_integer(data)
+    source = pad(data, pads, pad_value) if any(pads) else data
     rc = te.reduce_axis(group_channels, name="rc")
     ry = te.reduce_axis(kh, name="ry")
     rx = te.reduce_axis(kw, name="rx")
@@ -120,8 +147,8 @@ def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape
 
     def body(n, o, y, x):
         c = rc if groups == 1 else (o // per_group) * group_channels + rc
-        return te.sum(source[n, c, y * sh + ry * dh, x * sw + rx * dw] * weight[o, rc, ry, rx],
-                      axis=[rc, ry, rx])
+        return te.sum(_product(source[n, c, y * sh + ry * dh, x * sw + rx * dw],
+                               weight[o, rc, ry, rx], integer), axis=[rc, ry, rx])
 
     out = te.compute(tuple(out_shape), body, name="conv2d")
     if bias is None:
@@ -131,7 +158,7 @@ def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape
 
 
 def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
-                 strides, pads, dilations, groups: int):
+                 strides, pads, dilations, groups: int, pad_value: int = 0):
     """2-D convolution on channel-blocked data: [N][C/ci][H][W][ci] x
     [O/co][C/ci][KH][KW][ci][co] -> [N][O/co][OH][OW][co], bias [O/co][co]; groups 1
     or depthwise (weight [C/co][1][KH][KW][1][co], see graph.conv2d_nchwc)."""
@@ -139,7 +166,8 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out
     _, in_blocks, kh, kw, _, _ = weight.shape
     sh, sw = strides
     dh, dw = dilations
-    source = pad(data, pads, trailing=1) if any(pads) else data
+    integer = is_integer(data)
+    source = pad(data, pads, pad_value, trailing=1) if any(pads) else data
     ry = te.reduce_axis(kh, name="ry")
     rx = te.reduce_axis(kw, name="rx")
     if groups == 1:
@@ -149,12 +177,12 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out
         # The lanes of an input block innermost (TVM's order): each step broadcasts one
         # input value per row against contiguous weight vectors.
         def body(n, o, y, x, b):
-            return te.sum(source[n, rc, y * sh + ry * dh, x * sw + rx * dw, rb]
-                          * weight[o, rc, ry, rx, rb, b], axis=[rc, ry, rx, rb])
+            return te.sum(_product(source[n, rc, y * sh + ry * dh, x * sw + rx * dw, rb],
+                                   weight[o, rc, ry, rx, rb, b], integer), axis=[rc, ry, rx, rb])
     else:  # depthwise: output channel (o, b) reads input channel (o, b)
         def body(n, o, y, x, b):
-            return te.sum(source[n, o, y * sh + ry * dh, x * sw + rx * dw, b]
-                          * weight[o, 0, ry, rx, 0, b], axis=[ry, rx])
+            return te.sum(_product(source[n, o, y * sh + ry * dh, x * sw + rx * dw, b],
+                                   weight[o, 0, ry, rx, 0, b], integer), axis=[ry, rx])
 
     out = te.compute(tuple(out_shape), body, name="conv2d_nchwc")
     if bias is None:
@@ -293,7 +321,7 @@ def max_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, dilations):
     return te.compute(
         tuple(out_shape),
         lambda n, c, y, xx, *b: te.reduce_max(
-            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dilations, NEG_INF, b),
+            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dilations, lowest(x.dtype), b),
             axis=[ry, rx]),
         name="max_pool2d",
     )
