@@ -33,6 +33,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return GraphFoldConstantsPass
 
+    def graph_fold_qdq():
+        from xweave.passes.graph_fold_qdq import GraphFoldQdqPass
+
+        return GraphFoldQdqPass
+
     def graph_fuse():
         from xweave.passes.graph_fuse import GraphFusePass
 
@@ -169,6 +174,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "graph-calibrate": graph_calibrate,
         "graph-cse": graph_cse,
         "graph-fold-constants": graph_fold_constants,
+        "graph-fold-qdq": graph_fold_qdq,
         "graph-fuse": graph_fuse,
         "graph-quantize": graph_quantize,
         "graph-simplify-inference": graph_simplify_inference,
