@@ -66,6 +66,7 @@ from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
 from xweave.passes.graph_fold_qdq import GraphFoldQdqPass
 from xweave.passes.graph_fuse import GraphFusePass
 from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
+from xweave.passes.graph_widen_weights import GraphWidenWeightsPass
 from xweave.passes.graph_winograd import GraphWinogradPass
 from xweave.passes.loop_fold_packs import SCHEDULED_ATTR, LoopFoldConstantPacksPass
 from xweave.passes.memory_plan import PEAK_ATTR, PlanMemoryPass
@@ -141,7 +142,10 @@ def cpu_stages(options: CompileOptions) -> list[Stage]:
         # 0a. Convolutions, their epilogues and pools run on channel-blocked NCHW16c
         #     data (weights transformed at compile time); transforms back to NCHW only
         #     where a consumer needs it.
-        Stage("layout", (GraphAlterLayoutPass(), GraphFoldConstantsPass(), DeadCodeElimination())),
+        #     Integer layers (quantized models) take int16 weights where the target
+        #     has no VNNI dot product (vpmaddwd instead of the saturating vpmaddubsw).
+        Stage("layout", (GraphAlterLayoutPass(), GraphFoldConstantsPass(),
+                         GraphWidenWeightsPass(), DeadCodeElimination())),
         # 0a'. Blocked 3x3 stride-1 convolutions with large outputs become Winograd
         #      F(4x4, 3x3): input transform, batched products with weights transformed
         #      at compile time, output transform (taking the conv's epilogue when fused).

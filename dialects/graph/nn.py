@@ -223,9 +223,12 @@ class Conv2dNchwcOp(_WindowOp):
     (OIHW<ci>i<co>o), optional bias [O/co][co]; result [N][O/co][OH][OW][co].
     groups is 1, or the channel count for a depthwise convolution (O = C, ci = co):
     its weight is [C/co][1][KH][KW][1][co] (OIHW1i<co>o, one input channel per group).
+    Integer operands as for graph.conv2d (i32 sums, padded with `pad_value`).
     """
 
     name = "graph.conv2d_nchwc"
+
+    pad_value = opt_prop_def(IntegerAttr.constr(type=base(IntegerType)))
 
     @staticmethod
     def output_shape(input_shape, weight_shape, strides, pads, dilations, groups, **extra):
