@@ -138,7 +138,8 @@ def _exact(b: FunctionBuilder, op: loop.DotOp, acc: SSAValue, a: SSAValue, w: SS
     """The dot product in plain LLVM vector IR: products in i32, summed per group."""
     n, g = op.lanes, op.group
     wide = VectorType(i32, [n * g])
-    group = b.emit1(llvm.ZExtOp(a, VectorType(i32, [g])))
+    extend = llvm.ZExtOp if element_type(a.type) == i8 else llvm.SExtOp
+    group = b.emit1(extend(a, VectorType(i32, [g])))
     spread = b.emit1(llvm.ShuffleVectorOp(group, group, DenseArrayBase.from_list(
         i32, [j for _ in range(n) for j in range(g)]), wide))
     products = b.emit1(llvm.MulOp(spread, b.emit1(llvm.SExtOp(w, wide))))
@@ -170,7 +171,7 @@ def _dot(b: FunctionBuilder, op: loop.DotOp) -> Sequence[SSAValue]:
         ones = b.const(1, pairs)
         return [b.emit1(llvm.AddOp(acc, _call(b, _PMADDWD[n], [sums, ones], lanes_i32)))]
     if g == 2 and element == i16:
-        a_pair = b.emit1(llvm.ZExtOp(a, VectorType(i16, [2])))
+        a_pair = a if element_type(a.type) == i16 else b.emit1(llvm.ZExtOp(a, VectorType(i16, [2])))
         a_words = _bitcast(b, _broadcast_group(b, a_pair, n), pairs)
         return [b.emit1(llvm.AddOp(acc, _call(b, _PMADDWD[n], [a_words, w], lanes_i32)))]
     return [_exact(b, op, acc, a, w)]

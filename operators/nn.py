@@ -79,6 +79,7 @@ def dense(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None):
     (m, k_extent), (n, _) = x.shape, w.shape
     k = te.reduce_axis(k_extent, name="k")
     integer = is_integer(x)
+    x = widened(x, w)
     out = te.compute((m, n), lambda i, j: te.sum(_product(x[i, k], w[j, k], integer), axis=k),
                      name="dense")
     if bias is None:
@@ -130,6 +131,35 @@ def pad(x: te.Tensor, pads: Sequence[int], value: float = 0.0, name: str = "pad"
     return te.compute(shape, body, name=name)
 
 
+def widened(x: te.Tensor, weight: te.Tensor) -> te.Tensor:
+    """uint8 data against int16 weights (the int16 form of a quantized layer, for
+    `vpmaddwd`: graph-widen-weights) as int16, once: a stage the products read."""
+    if x.dtype != "uint8" or weight.dtype != "int16":
+        return x
+    return te.compute(x.shape, lambda *i: te.cast(x[i], "int16"), name="widen")
+
+
+def _source(data: te.Tensor, weight: te.Tensor, pads, pad_value: int, trailing: int = 0):
+    """A convolution's input as its products read it: padded (with `pad_value`) and, for
+    int16 weights, widened to int16 in the same stage (`widened`)."""
+    if not any(pads):
+        return widened(data, weight)
+    if data.dtype == "uint8" and weight.dtype == "int16":
+        top, left, bottom, right = pads
+        end = len(data.shape) - trailing
+        *lead, h, w = data.shape[:end]
+        shape = (*lead, h + top + bottom, w + left + right, *data.shape[end:])
+
+        def body(*idx):
+            rest, (y, xx), block = idx[: end - 2], idx[end - 2 : end], idx[end:]
+            inside = te.all(y >= top, y < h + top, xx >= left, xx < w + left)
+            value = te.cast(data[(*rest, y - top, xx - left, *block)], "int16")
+            return te.if_then_else(inside, value, te.const(pad_value, "int16"))
+
+        return te.compute(shape, body, name="pad")
+    return pad(data, pads, pad_value, trailing=trailing)
+
+
 def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
            strides, pads, dilations, groups: int, pad_value: int = 0):
     """2-D convolution, NCHW data, OIHW weights, with groups and dilation; on integers
@@ -139,7 +169,7 @@ def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape
     sh, sw = strides
     dh, dw = dilations
     integer = is_integer(data)
-    source = pad(data, pads, pad_value) if any(pads) else data
+    source = _source(data, weight, pads, pad_value)
     rc = te.reduce_axis(group_channels, name="rc")
     ry = te.reduce_axis(kh, name="ry")
     rx = te.reduce_axis(kw, name="rx")
@@ -167,7 +197,7 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out
     sh, sw = strides
     dh, dw = dilations
     integer = is_integer(data)
-    source = pad(data, pads, pad_value, trailing=1) if any(pads) else data
+    source = _source(data, weight, pads, pad_value, trailing=1)
     ry = te.reduce_axis(kh, name="ry")
     rx = te.reduce_axis(kw, name="rx")
     if groups == 1:

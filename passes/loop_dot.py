@@ -9,7 +9,7 @@ reduction:
 ```mlir
 loop.for "conv.b" %j = 0 to 8 {                // N lanes
   loop.for "conv.rb.inner" %k = 0 to 4 {       // G
-    %x = loop.load %in[.., %r * 4 + %k] : memref<..xui8>          // u8, along k only
+    %x = loop.load %in[.., %r * 4 + %k] : memref<..xui8>          // u8 (or i16), along k only
     %w = loop.load %wp[.., %r, %j, %k] : memref<..x8x4xi8>        // [lanes][G] (or [lanes * G])
     %c = loop.load %acc[.., %j] : memref<..xi32>                  // along j only
     %p = arith.muli (arith.extui %x), (arith.extsi %w) : i32
@@ -26,7 +26,9 @@ the target's i32 lanes by default (8 with AVX2, 16 with AVX-512); `narrow=true` 
 the weights are within +-64, so that a target without VNNI may use `vpmaddubsw` (see
 `loop.dot`).
 
-Refused, naming what differs, with the IR untouched: another body, signed data, a
+The data may be int16 with int16 weights (widened once, for `vpmaddwd`).
+
+Refused, naming what differs, with the IR untouched: another body, signed 8-bit data, a
 weight that is not an 8- or 16-bit integer, accesses that do not follow the lanes and
 the group as above, a lane count that is not a multiple of `lanes` (nor 4 or 8).
 """
@@ -37,14 +39,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerType, ModuleOp, VectorType, i32
+from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness, VectorType, i32
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
-from xweave.dialects.dtypes import is_unsigned
+from xweave.dialects.dtypes import value_type
 from xweave.passes.loop_analysis import Linear
 from xweave.passes.loop_utils import find_loops
 from xweave.passes.loop_vectorize import _lane_map
@@ -123,21 +125,24 @@ class _Dot:
         _expect(isinstance(product, arith.MuliOp), "the addend must be an arith.muli")
         assert isinstance(product, arith.MuliOp)
         casts = [v.owner for v in (product.lhs, product.rhs)]
-        data = next((c for c in casts if isinstance(c, arith.ExtUIOp)), None)
-        weight = next((c for c in casts if isinstance(c, arith.ExtSIOp)), None)
-        _expect(data is not None and weight is not None and data is not weight,
-                "the product must be of an arith.extui (data) and an arith.extsi (weight)")
-        assert data is not None and weight is not None
-        d_load, w_load = data.input.owner, weight.input.owner
-        _expect(isinstance(d_load, loop.LoadOp) and isinstance(w_load, loop.LoadOp),
-                "the extended values must be loaded")
+        _expect(all(isinstance(c, arith.ExtUIOp | arith.ExtSIOp) for c in casts),
+                "the product must be of two extended (extui/extsi) loads")
+        loads = [c.input.owner for c in casts]  # pyright: ignore[reportAttributeAccessIssue]
+        _expect(all(isinstance(x, loop.LoadOp) for x in loads), "the extended values must be loaded")
+        j = j_loop.induction_var
+        varying = [any(v is j for v in x.indices) for x in loads]  # pyright: ignore
+        _expect(varying.count(True) == 1, "exactly one factor (the weight) must follow the lanes")
+        d_cast, w_cast = (casts[1], casts[0]) if varying[0] else (casts[0], casts[1])
+        d_load, w_load = d_cast.input.owner, w_cast.input.owner  # pyright: ignore
         assert isinstance(d_load, loop.LoadOp) and isinstance(w_load, loop.LoadOp)
-        d_element = d_load.memref.type.get_element_type()  # pyright: ignore
-        _expect(isinstance(d_element, IntegerType) and d_element.width.data == 8
-                and is_unsigned(d_element), f"the data must be ui8, not {d_element}")
         w_element = w_load.memref.type.get_element_type()  # pyright: ignore
-        _expect(w_element in (IntegerType(8), IntegerType(16)),
-                f"the weight must be i8 or i16, not {w_element}")
+        _expect(w_element in (IntegerType(8), IntegerType(16)) and isinstance(w_cast, arith.ExtSIOp),
+                f"the weight must be i8 or i16, sign-extended, not {w_element}")
+        d_element = d_load.memref.type.get_element_type()  # pyright: ignore
+        byte = (d_element == IntegerType(8, Signedness.UNSIGNED) and isinstance(d_cast, arith.ExtUIOp))
+        word = (d_element == IntegerType(16) and w_element == IntegerType(16))
+        _expect(byte or word, f"the data must be ui8 (zero-extended), or i16 with i16 weights, "
+                              f"not {d_element}")
         dot = _Dot(j_loop, k_loop, d_load, w_load, acc, store)
         dot.check_accesses()
         return dot
@@ -170,7 +175,8 @@ class _Dot:
         groups = [(start, lanes) for start in range(0, n, lanes)] if n % lanes == 0 else [(0, n)]
         new: list[Operation] = []
         data_map, data_indices = _fixed(self.data, {k: 0})
-        data = loop.LoadOp(self.data.memref, data_indices, data_map, VectorType(IntegerType(8), [g]))
+        d_element = value_type(self.data.memref.type.get_element_type())  # pyright: ignore
+        data = loop.LoadOp(self.data.memref, data_indices, data_map, VectorType(d_element, [g]))
         new.append(data)
         w_element = self.weight.memref.type.get_element_type()  # pyright: ignore
         for start, width in groups:

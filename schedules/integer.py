@@ -62,7 +62,7 @@ class IntegerDot(BlockedReduction):
         data, weight = False, None
         for arg, element, dims in anchor.operand_reads:
             uses = [d for d, loops in enumerate(dims) if loops]
-            if element == _UI8 and dims and dims[-1] == {axis} and not any(
+            if element in (_UI8, IntegerType(16)) and dims and dims[-1] == {axis} and not any(
                     lanes_axis in loops for loops in dims):
                 data = True
             elif element in _WEIGHTS and arg is not None:
@@ -88,6 +88,12 @@ class IntegerDot(BlockedReduction):
         knobs.update(pack_rows=[False], k_block=[0], m_block=[0], reduce_split=[1],
                      unroll_reduce=[False])
         return knobs
+
+    def _ragged_rows_ok(self, info: KernelInfo) -> bool:
+        # The data is not packed into row panels padded to whole tiles, and a widened or
+        # padded input cannot be grown past the end of the data it reads: a ragged last
+        # row tile under an epilogue could not compute whole.
+        return False
 
     def default_config(self, info: KernelInfo) -> dict:
         config = super().default_config(info)

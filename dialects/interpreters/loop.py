@@ -431,7 +431,8 @@ class LoopVectorMathFunctions(InterpreterFunctions):
     def run_dot(self, interpreter: Interpreter, op: loop.DotOp, args: PythonValues):
         acc, a, b = args
         group = op.group
-        products = (_unsigned(a, op.a.type).astype(np.int64)
+        a_values = _unsigned(a, op.a.type) if op.a.type.element_type.width.data == 8 else a  # pyright: ignore
+        products = (np.asarray(a_values).astype(np.int64)
                     * np.asarray(b).astype(np.int64).reshape(op.lanes, group))
         total = np.asarray(acc).astype(np.int64) + products.sum(axis=1)
         return (_cast(total, op.result.type),)

@@ -11,14 +11,14 @@ integer dot products of quantized kernels.
   gives 0), as LLVM's `fptosi.sat` does.
 
 * `loop.dot`: each i32 lane of `acc` plus the dot product of `a` (G unsigned 8-bit
-  values, the same for every lane) with the lane's G consecutive elements of `b`
-  (signed, 8 or 16 bits):
+  values, or signed 16-bit ones with 16-bit `b`, the same for every lane) with the
+  lane's G consecutive elements of `b` (signed, 8 or 16 bits):
 
       %r = loop.dot %acc, %a, %b : vector<8xi32>, vector<4xi8>, vector<32xi8>
       // r[i] = acc[i] + sum_j zext(a[j]) * sext(b[4 i + j])   (exact, wrapping i32)
 
   The x86 dot-product instructions: G = 4 with int8 b is `vpdpbusd` (VNNI); G = 2 with
-  int16 b is `vpmaddwd`. Without VNNI, the int8 form is `vpmaddubsw` + `vpmaddwd`,
+  int16 b is `vpmaddwd` (its `a` best already int16: one broadcast load). Without VNNI, the int8 form is `vpmaddubsw` + `vpmaddwd`,
   whose 16-bit sums of two products saturate beyond +-32767: only for `b` within
   +-64 (the op's `narrow` unit attribute says so); otherwise it is computed exactly by
   16-bit products (slower), and schedules give such kernels int16 weights instead.
@@ -160,11 +160,12 @@ class DotOp(IRDLOperation):
         if acc.element_type != i32 or self.result.type != acc:  # pyright: ignore
             raise VerifyException(f"loop.dot: expected i32 lanes in acc and result, got {acc} "
                                   f"and {self.result.type}")
-        if a.element_type != IntegerType(8):  # pyright: ignore
-            raise VerifyException(f"loop.dot: a must hold 8-bit values, got {a}")
         element = b.element_type  # pyright: ignore
         if element not in (IntegerType(8), IntegerType(16)):
             raise VerifyException(f"loop.dot: b must hold 8- or 16-bit values, got {b}")
+        if a.element_type not in (IntegerType(8), element):  # pyright: ignore
+            raise VerifyException(f"loop.dot: a must hold 8-bit values (or 16-bit ones, with "
+                                  f"16-bit b), got {a}")
         if b.get_shape()[0] != self.lanes * self.group:  # pyright: ignore
             raise VerifyException(
                 f"loop.dot: b {b} must hold {self.group} values per lane of {acc} "
