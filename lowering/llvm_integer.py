@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from functools import cache
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, ModuleOp, VectorType, i32
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, ModuleOp, VectorType, f32, i32
 from xdsl.ir import Operation, SSAValue
 
 from xweave.dialects import loop
@@ -31,7 +31,7 @@ from xweave.lowering.llvm_builder import (
     element_type,
     intrinsic_suffix,
 )
-from xweave.lowering.llvm_scalar import Handler, call_intrinsic, splat
+from xweave.lowering.llvm_scalar import Handler, call_intrinsic, call_overloaded, splat
 from xweave.target import MachineModel, machine_model, target_of
 
 INTEGER_LOWERINGS: dict[type[Operation], Handler] = {}
@@ -107,12 +107,50 @@ def _convert(b: FunctionBuilder, op: loop.ConvertOp) -> Sequence[SSAValue]:
         wide = IntegerType(width)
         wide_t = VectorType(wide, value.type.get_shape()) if isinstance(value.type, VectorType) else wide  # pyright: ignore
         return [b.emit1(llvm.SIToFPOp(b.emit1(llvm.ZExtOp(value, wide_t)), t))]
+    if (kind in ("fptosi", "fptoui") and bit_width(t) < 32 and isinstance(t, VectorType)
+            and element_type(value.type) == f32):
+        return [_narrow_from_float(b, value, t, unsigned=kind == "fptoui")]
     if kind in ("fptosi", "fptoui"):  # saturating, as arith's lowering (llvm_scalar)
         name = f"llvm.{kind}.sat.{intrinsic_suffix(t)}.{intrinsic_suffix(value.type)}"
         return [_call(b, name, [value], t)]
     if kind == "extf":
         return [b.emit1(llvm.FPExtOp(value, t))]
     return [b.emit1(llvm.FPTruncOp(value, t))]
+
+
+_MAGIC, _MAGIC_BITS = 12582912.0, 0x4B400000
+"""1.5 * 2^23 and its bits: an integral float of magnitude below 2^22 plus it holds the
+integer in the low mantissa bits."""
+
+
+def _narrow_from_float(b: FunctionBuilder, value: SSAValue, t, unsigned: bool) -> SSAValue:
+    """`fpto[su]i.sat` from f32 to 8 or 16 bits in vector registers (LLVM's lowering of
+    the `.sat` intrinsics has no x86 vector form: it converts lane by lane, which made
+    the requantize epilogue of a quantized conv cost as much as its products).
+
+    The value is clamped to the narrow type's range by minnum/maxnum against constants
+    (one `vmaxps`/`vminps` each; they give the constant for NaN), truncated toward zero,
+    and converted exactly through the magic number. NaN must give 0: the low bound for
+    unsigned types; for signed ones the mean of the clamp done in both orders, which is
+    the clamped value itself but (lo + hi) / 2 = -0.5 for NaN."""
+    width = bit_width(t)
+    ft = value.type
+    lo, hi = (0, (1 << width) - 1) if unsigned else (-(1 << (width - 1)), (1 << (width - 1)) - 1)
+    low, high = b.const(float(lo), ft), b.const(float(hi), ft)
+
+    def clamp(first: str, bound: SSAValue, second: str, other: SSAValue) -> SSAValue:
+        inner = call_overloaded(b, first, [value, bound], ft)
+        return call_overloaded(b, second, [inner, other], ft)
+
+    x = clamp("llvm.maxnum", low, "llvm.minnum", high)  # NaN -> lo
+    if not unsigned:
+        y = clamp("llvm.minnum", high, "llvm.maxnum", low)  # NaN -> hi
+        x = b.emit1(llvm.FMulOp(b.emit1(llvm.FAddOp(x, y)), b.const(0.5, ft)))
+    x = call_overloaded(b, "llvm.trunc", [x], ft)
+    wide = VectorType(i32, ft.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
+    shifted = b.emit1(llvm.BitcastOp(b.emit1(llvm.FAddOp(x, b.const(_MAGIC, ft))), wide))
+    integer = b.emit1(llvm.SubOp(shifted, b.const(_MAGIC_BITS, wide)))
+    return b.emit1(llvm.TruncOp(integer, t))
 
 
 # --- loop.dot ---------------------------------------------------------------------------

@@ -90,10 +90,12 @@ class IntegerDot(BlockedReduction):
         return knobs
 
     def _ragged_rows_ok(self, info: KernelInfo) -> bool:
-        # The data is not packed into row panels padded to whole tiles, and a widened or
-        # padded input cannot be grown past the end of the data it reads: a ragged last
-        # row tile under an epilogue could not compute whole.
-        return False
+        # The data is not packed into row panels: a ragged last row tile under an
+        # epilogue computes whole only reading a padded input (grown by
+        # loop-compute-at, its producer guarding the data), not the data itself nor
+        # its int16 copy (`operators.nn.widened`: it cannot be grown past the data).
+        return super()._ragged_rows_ok(info) and not any(
+            s.name == "widen" for s in info.stages)
 
     def default_config(self, info: KernelInfo) -> dict:
         config = super().default_config(info)
