@@ -47,7 +47,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.dialects.dtypes import value_type
-from xweave.passes.loop_analysis import Linear
+from xweave.passes.loop_analysis import Linear, iv_range, simplify_map
 from xweave.passes.loop_utils import find_loops
 from xweave.passes.loop_vectorize import _lane_map
 from xweave.target import machine_model, target_of
@@ -63,7 +63,10 @@ def _coefficients(op: loop.LoadOp | loop.StoreOp, j: SSAValue, k: SSAValue
     dims_j = {i for i, v in enumerate(op.indices) if v is j}
     dims_k = {i for i, v in enumerate(op.indices) if v is k}
     out = []
-    for expr in op.map.data.results:
+    # read over the indices' ranges: a panel packed before its loops were split indexes
+    # `(k_outer * 2 + k_inner) floordiv 2` until loop-simplify runs
+    amap = simplify_map(op.map.data, [iv_range(v) for v in op.indices], fold_dims=False)
+    for expr in amap.results:
         form = Linear.of(expr)
         cj = ck = 0
         for atom, c in form.terms.items():

@@ -124,6 +124,8 @@ class IntegerDot(BlockedReduction):
             if spec.startswith("loop-reorder{") and f'"{axis}"' in spec:
                 spec = spec.replace(f'"{axis}"', f'"{axis}.outer"')
                 spec = re.sub(r'(order=[^ }]*)', lambda m: m.group(1) + f',"{axis}.inner"', spec, 1)
+            if spec.startswith("loop-prefetch{") and f'loop="{axis}"' in spec:
+                spec = spec.replace(f'loop="{axis}"', f'loop="{axis}.outer"')
             if spec.startswith("loop-vectorize{") and (_option(spec, "loop") or "").strip(
                     '"').startswith(lanes_axis):
                 spec = step("loop-dot", k, loop=_option(spec, "loop").strip('"'), lanes=lanes,  # pyright: ignore
