@@ -207,7 +207,7 @@ def _fixed(op: loop.LoadOp | loop.StoreOp, values: dict[SSAValue, int]
     amap, indices = op.map.data, list(op.indices)
     for iv, value in values.items():
         amap, indices = _lane_map(amap, indices, iv, value)
-    return amap, indices
+    return simplify_map(amap, [iv_range(v) for v in indices], fold_dims=False), indices
 
 
 @dataclass(frozen=True)

@@ -68,3 +68,34 @@ builtin.module {
     func.return
   }
 }
+
+// -----
+
+// int16 data (widened once) against int16 weights, in a panel packed before its loops
+// were split (the group index still `(k * 2 + g) floordiv 2`, read over its range).
+
+// CHECK-LABEL: func.func @words
+// CHECK:         %[[A:.*]] = loop.load %x[%k * 2] : memref<8xi16> -> vector<2xi16>
+// CHECK-NEXT:    %[[C:.*]] = loop.load %acc[0] : memref<8xi32> -> vector<8xi32>
+// CHECK-NEXT:    %[[W:.*]] = loop.load %w[%k, 0, 0] : memref<4x8x2xi16> -> vector<16xi16>
+// CHECK-NEXT:    %[[D:.*]] = loop.dot %[[C]], %[[A]], %[[W]] : vector<8xi32>, vector<2xi16>, vector<16xi16>
+// CHECK-NEXT:    loop.store %[[D]], %acc[0] : memref<8xi32>, vector<8xi32>
+builtin.module {
+  func.func @words(%x: memref<8xi16>, %w: memref<4x8x2xi16>, %acc: memref<8xi32>) attributes {xweave.kernel} {
+    loop.for "d.k" %k = 0 to 4 {
+      loop.for "d.j" %j = 0 to 8 {
+        loop.for "d.g" %g = 0 to 2 {
+          %a = loop.load %x[%k * 2 + %g] : memref<8xi16>
+          %b = loop.load %w[(%k * 2 + %g) floordiv 2, %j, (%k * 2 + %g) mod 2] : memref<4x8x2xi16>
+          %c = loop.load %acc[%j] : memref<8xi32>
+          %ae = arith.extsi %a : i16 to i32
+          %be = arith.extsi %b : i16 to i32
+          %p = arith.muli %ae, %be : i32
+          %s = arith.addi %c, %p : i32
+          loop.store %s, %acc[%j] : memref<8xi32>
+        }
+      }
+    }
+    func.return
+  }
+}
