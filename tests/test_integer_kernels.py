@@ -185,3 +185,13 @@ def test_integer_dot_template_schedules_quantized_convs(cpu, group, weights):
     assert any(s.startswith("loop-dot{") for s in steps)
     assert not any(s.startswith("loop-vectorize{") and "conv2d_nchwc.b" in s
                    and "_init" not in s for s in steps)
+
+
+def test_tuning_tasks_give_quantized_kernels_arrays_of_their_types():
+    from xdsl.dialects.builtin import IntegerType, Signedness
+
+    from xweave.autotune.task import _dtype_of
+
+    assert _dtype_of(IntegerType(8, Signedness.UNSIGNED)) == "uint8"
+    assert _dtype_of(IntegerType(8)) == "int8"
+    assert _dtype_of(IntegerType(32)) == "int32"
