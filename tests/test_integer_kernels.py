@@ -145,16 +145,16 @@ def _qlinear_conv_model():
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    w = rng.integers(-127, 128, (32, 32, 3, 3)).astype(np.int8)
+    w = rng.integers(-127, 128, (16, 16, 3, 3)).astype(np.int8)
     inits = {"xs": np.float32(0.02), "xz": np.array(3, np.uint8), "w": w,
-             "ws": np.full(32, 0.01, np.float32), "wz": np.zeros(32, np.int8),
+             "ws": np.full(16, 0.01, np.float32), "wz": np.zeros(16, np.int8),
              "ys": np.float32(0.5), "yz": np.array(100, np.uint8),
-             "b": rng.integers(-500, 500, 32).astype(np.int32)}
+             "b": rng.integers(-500, 500, 16).astype(np.int32)}
     # two convs: the blocked layout (NCHW16c) pays for its transforms
     nodes = [helper.make_node("QLinearConv", [x, "xs", "xz", "w", "ws", "wz", "xs", "xz", "b"],
                               [y], pads=[1, 1, 1, 1]) for x, y in (("x", "h"), ("h", "y"))]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 32, 8, 8])],
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 16, 8, 8])],
         [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -195,3 +195,105 @@ def test_tuning_tasks_give_quantized_kernels_arrays_of_their_types():
     assert _dtype_of(IntegerType(8, Signedness.UNSIGNED)) == "uint8"
     assert _dtype_of(IntegerType(8)) == "int8"
     assert _dtype_of(IntegerType(32)) == "int32"
+
+
+DOT_NEST = """
+func.func @dense(%x: memref<3x8xui8>, %w: memref<2x8x4xi8>, %w16: memref<4x8x2xi16>, %out: memref<3x8xi32>, %out16: memref<3x8xi32>) attributes {xweave.kernel} {
+  loop.for "d.i" %i = 0 to 3 {
+    loop.for "d.k" %k = 0 to 2 {
+      loop.for "d.j" %j = 0 to 8 {
+        loop.for "d.g" %g = 0 to 4 {
+          %a = loop.load %x[%i, %k * 4 + %g] : memref<3x8xui8>
+          %b = loop.load %w[%k, %j, %g] : memref<2x8x4xi8>
+          %c = loop.load %out[%i, %j] : memref<3x8xi32>
+          %ae = arith.extui %a : i8 to i32
+          %be = arith.extsi %b : i8 to i32
+          %p = arith.muli %ae, %be : i32
+          %s = arith.addi %c, %p : i32
+          loop.store %s, %out[%i, %j] : memref<3x8xi32>
+        }
+      }
+    }
+    loop.for "e.k" %k = 0 to 4 {
+      loop.for "e.j" %j = 0 to 8 {
+        loop.for "e.g" %g = 0 to 2 {
+          %a = loop.load %x[%i, %k * 2 + %g] : memref<3x8xui8>
+          %b = loop.load %w16[%k, %j, %g] : memref<4x8x2xi16>
+          %c = loop.load %out16[%i, %j] : memref<3x8xi32>
+          %ae = arith.extui %a : i8 to i32
+          %be = arith.extsi %b : i16 to i32
+          %p = arith.muli %be, %ae : i32
+          %s = arith.addi %p, %c : i32
+          loop.store %s, %out16[%i, %j] : memref<3x8xi32>
+        }
+      }
+    }
+  }
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("lanes", [8, 4])
+def test_loop_dot_keeps_the_results(lanes):
+    """loop-dot on both nests (8 lanes: one dot each; 4: two), interpreted before and
+    after, and compiled after (u8 x s8 and u8 x s16, extreme values), against numpy."""
+    from xdsl.passes import PassPipeline
+
+    from xweave.context import make_context
+    from xweave.passes import get_all_passes
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (3, 8)).astype(np.uint8)
+    x[0] = 255
+    w = rng.integers(-128, 128, (2, 8, 4)).astype(np.int8)
+    w[:, 0] = 127
+    w16 = rng.integers(-32768, 32768, (4, 8, 2)).astype(np.int16)
+    w16[:, 1] = -32768
+    expected = x.astype(np.int64) @ w.transpose(0, 2, 1).reshape(8, 8).astype(np.int64)
+    expected16 = x.astype(np.int64) @ w16.transpose(0, 2, 1).reshape(8, 8).astype(np.int64)
+
+    def run(module_text: str, runner):
+        out, out16 = np.zeros((3, 8), np.int32), np.zeros((3, 8), np.int32)
+        runner(module_text, "dense", x, w, w16, out, out16)
+        return out, out16
+
+    text = 'builtin.module attributes {xweave.target = "llvm -mcpu=znver3"} {' + DOT_NEST + "}"
+    module = parse_module(text)
+    for loop_name in ("d.j", "e.j"):
+        PassPipeline.parse_spec(get_all_passes(), f'loop-dot{{loop="{loop_name}" lanes={lanes}}}'
+                                ).apply(make_context(), module)
+    after = str(module)
+    assert after.count("loop.dot") == (2 if lanes == 8 else 4)
+    for source in (text, after):
+        out, out16 = run(source, run_interpreted)
+        np.testing.assert_array_equal(out, expected)
+        np.testing.assert_array_equal(out16, expected16.astype(np.int32))
+    if HOST.get("avx2", False):
+        out, out16 = run(after, run_compiled)
+        np.testing.assert_array_equal(out, expected)
+        np.testing.assert_array_equal(out16, expected16.astype(np.int32))
+
+
+def test_graph_widen_weights_keeps_the_results():
+    """The int16 weights compute what the int8 ones did (graph interpreter, before and
+    after the pass; the compiled form is checked against onnxruntime by
+    tests/test_quantized_ops.py, on Zen 3 where the pass applies)."""
+    from xdsl.passes import PassPipeline
+
+    import xweave
+    from xweave import pipeline
+    from xweave.context import make_context
+    from xweave.passes import get_all_passes
+
+    module = xweave.load_onnx(_qlinear_conv_model())
+    options = pipeline.CompileOptions(target=xweave.target.as_target("llvm -mcpu=icelake-server"))
+    pipeline.lower(module, options, until="graph-opt")
+    x = np.random.default_rng(5).integers(0, 256, (1, 16, 8, 8)).astype(np.uint8)
+    (before,) = interpret(module, [x])
+    text = str(module)
+    PassPipeline.parse_spec(get_all_passes(), "graph-widen-weights{force=true}").apply(
+        make_context(), module)
+    assert str(module) != text and "xi16>" in str(module)
+    (after,) = interpret(module, [x])
+    np.testing.assert_array_equal(after, before)
