@@ -25,7 +25,7 @@ from xweave.dialects.graph.resources import eliding_resources
 from xweave.diagnostics import check_diagnostic, expected_diagnostics, parse_ir
 from xweave.errors import XweaveError
 from xweave.log import cli_logging, level_of
-from xweave.lowering.llvm_codegen import translate_to_llvm_ir
+from xweave.lowering.llvm_codegen import compile_llvm, translate_to_llvm_ir
 from xweave.registry import all_passes
 
 
@@ -68,7 +68,12 @@ class XweaveOptMain(xDSLOptMain):
         def llvm_ir(module, output):
             output.write(translate_to_llvm_ir(module))
 
+        def assembly(module, output):
+            # the optimized code for the module's target (`xweave.target`), whatever the host
+            output.write(compile_llvm(module).assembly)
+
         self.available_targets["llvm"] = llvm_ir
+        self.available_targets["asm"] = assembly
 
     def _run(self):
         """xdsl-opt's driver; with `--verify-diagnostics`, a file holding

@@ -63,8 +63,10 @@ from xweave.lowering.te_to_loop import ConvertTeToLoopPass
 from xweave.passes.graph_alter_layout import GraphAlterLayoutPass
 from xweave.passes.graph_cse import GraphCsePass
 from xweave.passes.graph_fold_constants import GraphFoldConstantsPass
+from xweave.passes.graph_fold_qdq import GraphFoldQdqPass
 from xweave.passes.graph_fuse import GraphFusePass
 from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
+from xweave.passes.graph_widen_weights import GraphWidenWeightsPass
 from xweave.passes.graph_winograd import GraphWinogradPass
 from xweave.passes.loop_fold_packs import SCHEDULED_ATTR, LoopFoldConstantPacksPass
 from xweave.passes.memory_plan import PEAK_ATTR, PlanMemoryPass
@@ -104,16 +106,21 @@ def accelerator_of(options: CompileOptions) -> OffloadTarget | None:
 def cpu_stages(options: CompileOptions) -> list[Stage]:
     """The stages from a graph-dialect module to an llvm-dialect module for a CPU."""
     stages = [
-        # 0. Graph-level optimization: ops on constants are evaluated at compile time,
-        #    batch norms and per-channel affine ops fold into conv/dense weights, no-op
-        #    reshapes/transposes/casts vanish, equal constants and subexpressions merge,
-        #    and what is left unused is erased.
-        Stage("graph-opt", (GraphFoldConstantsPass(), GraphSimplifyInferencePass(),
-                            GraphCsePass(), DeadCodeElimination())),
+        # 0. Graph-level optimization: QDQ patterns of a quantized model become integer
+        #    operators (requantize epilogues), ops on constants are evaluated at compile
+        #    time, batch norms and per-channel affine ops fold into conv/dense weights,
+        #    no-op reshapes/transposes/casts vanish, equal constants and subexpressions
+        #    merge, and what is left unused is erased.
+        Stage("graph-opt", (GraphFoldQdqPass(), GraphFoldConstantsPass(),
+                            GraphSimplifyInferencePass(), GraphCsePass(),
+                            DeadCodeElimination())),
         # 0a. Convolutions, their epilogues and pools run on channel-blocked NCHW16c
         #     data (weights transformed at compile time); transforms back to NCHW only
         #     where a consumer needs it.
-        Stage("layout", (GraphAlterLayoutPass(), GraphFoldConstantsPass(), DeadCodeElimination())),
+        #     Integer layers (quantized models) take int16 weights where the target
+        #     has no VNNI dot product (vpmaddwd instead of the saturating vpmaddubsw).
+        Stage("layout", (GraphAlterLayoutPass(), GraphFoldConstantsPass(),
+                         GraphWidenWeightsPass(), DeadCodeElimination())),
         # 0a'. Blocked 3x3 stride-1 convolutions with large outputs become Winograd
         #      F(4x4, 3x3): input transform, batched products with weights transformed
         #      at compile time, output transform (taking the conv's epilogue when fused).

@@ -40,12 +40,14 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    Signedness,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from xweave.dialects import loop
 from xweave.dialects import te as te_dialect
+from xweave.dialects.dtypes import value_type
 
 __all__ = [
     "Expr", "ReduceAxis", "Tensor", "Var",
@@ -61,8 +63,19 @@ DTYPES: dict[str, Attribute] = {
     "float16": Float16Type(), "float32": Float32Type(), "float64": Float64Type(),
     "int8": IntegerType(8), "int16": IntegerType(16), "int32": IntegerType(32),
     "int64": IntegerType(64), "bool": IntegerType(1), "index": IndexType(),
+    "uint8": IntegerType(8, Signedness.UNSIGNED),
 }
-"""The dtypes expressions may have, and their MLIR types."""
+"""The dtypes expressions may have, and the element types of their tensors (the
+scalar values of an unsigned dtype are signless integers: `_scalar_type`)."""
+
+
+def _unsigned(dtype: str) -> bool:
+    return dtype.startswith("uint")
+
+
+def _scalar_type(dtype: str) -> Attribute:
+    """The MLIR type of a scalar value of `dtype` (`i8` for uint8)."""
+    return value_type(DTYPES[dtype])
 
 
 def _kind(dtype: str) -> str:
@@ -312,6 +325,8 @@ def _compare(op: str, a, b) -> Expr:
 
 def _unary(fn: str, x) -> Expr:
     x = _wrap(x, "float32")
+    if _unsigned(x.dtype) and fn in ("neg", "abs"):
+        raise TypeError(f"{fn} of an unsigned {x.dtype} expression; use te.cast")
     if fn != "neg" and fn != "abs" and _kind(x.dtype) != "float":
         raise TypeError(f"{fn} needs a float operand, got {x.dtype}; use te.cast")
     if _kind(x.dtype) == "bool":
@@ -636,6 +651,9 @@ _FLOAT_BINARY = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": a
 _INT_BINARY = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp,
                "//": arith.FloorDivSIOp, "%": arith.RemSIOp,
                "max": arith.MaxSIOp, "min": arith.MinSIOp}
+_UINT_BINARY = {**_INT_BINARY, "//": arith.DivUIOp, "%": arith.RemUIOp,
+                "max": arith.MaxUIOp, "min": arith.MinUIOp}
+_CMPUI = {"<": "ult", "<=": "ule", ">": "ugt", ">=": "uge", "==": "eq", "!=": "ne"}
 _FLOAT_UNARY = {"neg": arith.NegfOp, "exp": math.ExpOp, "log": math.LogOp,
                 "tanh": math.TanhOp, "sqrt": math.SqrtOp, "abs": math.AbsFOp,
                 "erf": math.ErfOp, "floor": math.FloorOp, "ceil": math.CeilOp,
@@ -673,10 +691,13 @@ class _BodyBuilder:
     def _constant(self, value, dtype: str) -> SSAValue:
         key = (repr(value), dtype)
         if key not in self.constants:
-            typ = DTYPES[dtype]
+            typ = _scalar_type(dtype)
             if isinstance(typ, AnyFloat):
                 op, hint = arith.ConstantOp(FloatAttr(value, typ)), "cst"
             else:  # MLIR's names: %c1 for index, %c1_i32 for i32, %true for i1
+                if _unsigned(dtype):  # the bits of an unsigned value, as signless
+                    value = (int(value) + (1 << (typ.width.data - 1))) % (1 << typ.width.data) \
+                        - (1 << (typ.width.data - 1))
                 op, hint = arith.ConstantOp(IntegerAttr(int(value), typ)), f"c{int(value)}"
                 if dtype == "bool":
                     hint = "true" if value else "false"
@@ -731,13 +752,15 @@ class _BodyBuilder:
                 return self._add(te_dialect.ExtractOp(tensor, [self.emit(i) for i in e.indices]))
             case Binary():
                 lhs, rhs = self.emit(e.lhs), self.emit(e.rhs)
-                table = _FLOAT_BINARY if _kind(e.dtype) == "float" else _INT_BINARY
+                table = (_FLOAT_BINARY if _kind(e.dtype) == "float" else
+                         _UINT_BINARY if _unsigned(e.dtype) else _INT_BINARY)
                 return self._add(table[e.op](lhs, rhs))
             case Compare():
                 lhs, rhs = self.emit(e.lhs), self.emit(e.rhs)
                 if _kind(e.lhs.dtype) == "float":
                     return self._add(arith.CmpfOp(lhs, rhs, _CMPF[e.op]))
-                return self._add(arith.CmpiOp(lhs, rhs, _CMPI[e.op]))
+                predicates = _CMPUI if _unsigned(e.lhs.dtype) else _CMPI
+                return self._add(arith.CmpiOp(lhs, rhs, predicates[e.op]))
             case Logical():
                 values = [self.emit(a) for a in e.args]
                 op = arith.AndIOp if e.op == "and" else arith.OrIOp
@@ -757,13 +780,13 @@ class _BodyBuilder:
             case IfThenElse():
                 cond = self.emit(e.cond)
                 then, otherwise = self._branch(e.then), self._branch(e.otherwise)
-                return self._add(te_dialect.IfOp(cond, DTYPES[e.dtype], then, otherwise))
+                return self._add(te_dialect.IfOp(cond, _scalar_type(e.dtype), then, otherwise))
             case Cast():
                 return self._cast(self.emit(e.value), e.value.dtype, e.dtype)
         raise TypeError(f"cannot emit {e!r}")
 
     def _cast(self, x: SSAValue, src: str, dst: str) -> SSAValue:
-        s, d, typ = _kind(src), _kind(dst), DTYPES[dst]
+        s, d, typ = _kind(src), _kind(dst), _scalar_type(dst)
         if s == "bool":
             return self._add(arith.SelectOp(x, self._constant(1, dst), self._constant(0, dst)))
         if d == "bool":
@@ -782,9 +805,15 @@ class _BodyBuilder:
             wider = typ.bitwidth > DTYPES[src].bitwidth
             return self._add((arith.ExtFOp if wider else arith.TruncFOp)(x, typ))
         if s == "int" and d == "int":
-            wider = typ.width.data > DTYPES[src].width.data
-            return self._add((arith.ExtSIOp if wider else arith.TruncIOp)(x, typ))
-        return self._add((arith.SIToFPOp if d == "float" else arith.FPToSIOp)(x, typ))
+            width, src_width = typ.width.data, DTYPES[src].width.data
+            if width == src_width:  # int8 <-> uint8: the same bits
+                return x
+            if width < src_width:
+                return self._add(arith.TruncIOp(x, typ))
+            return self._add((arith.ExtUIOp if _unsigned(src) else arith.ExtSIOp)(x, typ))
+        if d == "float":
+            return self._add((arith.UIToFPOp if _unsigned(src) else arith.SIToFPOp)(x, typ))
+        return self._add((arith.FPToUIOp if _unsigned(dst) else arith.FPToSIOp)(x, typ))
 
 
 def _stages(outputs: Sequence[Tensor]) -> list[Tensor]:

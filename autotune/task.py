@@ -160,7 +160,8 @@ class JitCandidate(Candidate):
             a.shape != s or a.dtype != np.dtype(d) for a, (s, d) in zip(inputs, specs)
         ):
             raise ValueError("task.make_inputs does not match the kernel's input arguments")
-        outputs = [np.full(s, np.nan, dtype=d) for s, d in self.arg_specs[self.num_inputs:]]
+        outputs = [np.full(s, np.nan if np.dtype(d).kind == "f" else np.iinfo(d).max, dtype=d)
+                   for s, d in self.arg_specs[self.num_inputs:]]
         self._arrays = inputs + outputs
         self._ptrs = [a.ctypes.data for a in self._arrays] + list(self._state.pointers)
 
@@ -412,6 +413,7 @@ def _dtype_of(element_type) -> str:
         Float32Type,
         Float64Type,
         IntegerType,
+        Signedness,
     )
 
     if isinstance(element_type, Float32Type):
@@ -421,5 +423,6 @@ def _dtype_of(element_type) -> str:
     if isinstance(element_type, Float16Type):
         return "float16"
     if isinstance(element_type, IntegerType):
-        return f"int{element_type.width.data}"
+        unsigned = element_type.signedness.data == Signedness.UNSIGNED
+        return f"{'u' if unsigned else ''}int{element_type.width.data}"
     raise ValueError(f"unsupported element type {element_type}")

@@ -70,3 +70,31 @@ def element_type(dtype: np.dtype | type | str) -> Attribute:
 def dtype_name(element_type: Attribute) -> str:
     """The numpy name of an element type's dtype: `float32`, `uint8`, `bool`, ..."""
     return numpy_dtype(element_type).name
+
+
+def value_type(element: Attribute) -> Attribute:
+    """The type of a scalar value read from a tensor or buffer of `element`.
+
+    Unsigned integers (`ui8`) are storage types: the values read from them are signless
+    integers of the same width (`i8`), as `arith` computes on signless integers only;
+    the ops that care tell unsigned from signed (`arith.extui`, `cmpi ult`, `maxui`).
+    Every other element type is its own value type.
+    """
+    if isinstance(element, IntegerType) and element.signedness.data != Signedness.SIGNLESS:
+        return IntegerType(element.width.data)
+    return element
+
+
+def is_unsigned(element: Attribute) -> bool:
+    """Whether `element` is an unsigned integer type (`ui8`, ...)."""
+    return isinstance(element, IntegerType) and element.signedness.data == Signedness.UNSIGNED
+
+
+def integer_range(element: Attribute) -> tuple[int, int]:
+    """The least and greatest value of an integer type (signless ones read as signed):
+    (-128, 127) for `i8`, (0, 255) for `ui8`."""
+    assert isinstance(element, IntegerType)
+    width = element.width.data
+    if is_unsigned(element):
+        return 0, (1 << width) - 1
+    return -(1 << (width - 1)), (1 << (width - 1)) - 1

@@ -21,7 +21,6 @@ so a padded read `te.extract` in the untaken branch never happens.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -37,7 +36,6 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
-    VarConstraint,
     base,
     irdl_attr_definition,
     irdl_op_definition,
@@ -56,6 +54,8 @@ from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from xweave.dialects.dtypes import is_unsigned, value_type
+
 
 class Reducer(StrEnum):
     """How a `te.compute` combines the values of its reduce domain."""
@@ -66,7 +66,8 @@ class Reducer(StrEnum):
     PROD = "prod"
 
     def identity(self, element_type: Attribute) -> int | float:
-        """The value the reduction starts from, for `element_type` (a scalar type)."""
+        """The value the reduction starts from, for `element_type` (a scalar type, or
+        an unsigned storage type such as `ui8`: its bits as a signless value)."""
         if self is Reducer.SUM:
             return 0.0 if isinstance(element_type, AnyFloat) else 0
         if self is Reducer.PROD:
@@ -76,6 +77,8 @@ class Reducer(StrEnum):
         width = 64 if isinstance(element_type, IndexType) else element_type.width.data
         if width == 1:
             return 0 if self is Reducer.MAX else 1
+        if is_unsigned(element_type):  # (the bit pattern of 2^width - 1 is -1)
+            return 0 if self is Reducer.MAX else -1
         return -(1 << (width - 1)) if self is Reducer.MAX else (1 << (width - 1)) - 1
 
 
@@ -205,7 +208,7 @@ class ComputeOp(IRDLOperation):
         terminator = self.body.block.last_op
         if not isinstance(terminator, YieldOp):
             raise VerifyException("body must end with te.yield")
-        if terminator.value.type != result_type.element_type:
+        if terminator.value.type != value_type(result_type.element_type):
             raise VerifyException(
                 f"yielded type {terminator.value.type} does not match "
                 f"result element type {result_type.element_type}"
@@ -298,24 +301,23 @@ class ComputeOp(IRDLOperation):
 
 @irdl_op_definition
 class ExtractOp(IRDLOperation):
-    """Read one element of a tensor (a placeholder or an earlier `te.compute`)."""
+    """Read one element of a tensor (a placeholder or an earlier `te.compute`).
+
+    The result has the tensor's element type, or for an unsigned storage type (`ui8`)
+    the signless integer of its width (`dtypes.value_type`)."""
 
     name = "te.extract"
 
-    ELEMENT: ClassVar = VarConstraint("ELEMENT", base(Attribute))
-
-    tensor = operand_def(TensorType.constr(ELEMENT))
+    tensor = operand_def(TensorType)
     indices = var_operand_def(IndexType)
-    result = result_def(ELEMENT)
+    result = result_def()
 
     traits = traits_def(Pure())
-
-    assembly_format = "$tensor `[` $indices `]` attr-dict `:` type($tensor)"
 
     def __init__(self, tensor: SSAValue, indices: Sequence[SSAValue]):
         assert isinstance(tensor.type, TensorType)
         super().__init__(
-            operands=[tensor, indices], result_types=[tensor.type.element_type]
+            operands=[tensor, indices], result_types=[value_type(tensor.type.element_type)]
         )
 
     def verify_(self) -> None:
@@ -326,6 +328,39 @@ class ExtractOp(IRDLOperation):
                 f"expected {tensor_type.get_num_dims()} indices for a tensor of "
                 f"rank {tensor_type.get_num_dims()}, got {len(self.indices)}"
             )
+        expected = value_type(tensor_type.element_type)
+        if self.result.type != expected:
+            raise VerifyException(
+                f"result type {self.result.type} does not match the element type "
+                f"{tensor_type.element_type} (expected {expected})"
+            )
+
+    # te.extract %t[%i, %j] : tensor<4x8xf32>
+    @classmethod
+    def parse(cls, parser: Parser) -> ExtractOp:
+        tensor = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(
+            Parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tensor_type = parser.parse_type()
+        if not isinstance(tensor_type, TensorType):
+            parser.raise_error(f"expected a tensor type, got {tensor_type}")
+        op = cls(parser.resolve_operand(tensor, tensor_type),
+                 [parser.resolve_operand(i, IndexType()) for i in indices])
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.tensor)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_ssa_value)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.tensor.type)
 
 
 @irdl_op_definition

@@ -111,10 +111,11 @@ class Importer:
             if name not in self.constants:
                 raise ModelError(f"tensor '{name}' is used before it is defined")
             array = np.asarray(self.constants[name])
-            if array.dtype not in (np.float32, np.int64, np.int32, np.bool_):
+            if array.dtype not in (np.float32, np.int64, np.int32, np.bool_, np.int8, np.uint8):
                 raise ModelError(
-                    f"constant '{name}' has dtype {array.dtype}; only float32 data (and "
-                    "int32/int64/bool indices and conditions) is supported"
+                    f"constant '{name}' has dtype {array.dtype}; only float32 data, "
+                    "int8/uint8 quantized data (and int32/int64/bool indices and "
+                    "conditions) is supported"
                 )
             if array.size == 0:
                 raise self.unsupported(self.node, f"an empty tensor ('{name}' of shape "

@@ -147,8 +147,10 @@ def _ranks(model: onnx.ModelProto) -> dict[str, int]:
 # Entry point
 # --------------------------------------------------------------------------------------
 
-_DATA_DTYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.INT64, onnx.TensorProto.INT32)
-"""Element types of model inputs and outputs: float32 data, int64/int32 indices."""
+_DATA_DTYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.INT64, onnx.TensorProto.INT32,
+                onnx.TensorProto.UINT8, onnx.TensorProto.INT8)
+"""Element types of model inputs and outputs: float32 data, uint8/int8 quantized data,
+int64/int32 indices (and int32 accumulators)."""
 
 
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -169,7 +171,7 @@ def load_onnx(
 
     `input_shapes` binds symbolic (or unknown) input dimensions, e.g. {"data": (1, 3, 224, 224)}.
     Raises ModelError (unreadable file, a malformed model: see `onnx_checks`, inputs/
-    outputs other than float32 or int64/int32, shapes that cannot be inferred, tensors
+    outputs other than float32, uint8/int8 or int64/int32, shapes that cannot be inferred, tensors
     too large) or UnsupportedOpsError (listing every unsupported operator and node).
     """
     model, source = _read_model(path_or_model)
@@ -198,7 +200,7 @@ def load_onnx(
                 v.type.WhichOneof("value")
             raise ModelError(
                 f"{source}: {kind} '{v.name}' has element type {name}; xweave supports "
-                "float32 models only (with int64/int32 index inputs)"
+                "float32 models (with int64/int32 index inputs) and uint8/int8 quantized data only"
             )
 
     # Bind input shapes on a copy, then infer every value's shape (a cross-check).

@@ -14,7 +14,9 @@ A declaration (`OnnxOp`) holds together everything the importer knows of an oper
 * import-time evaluation: `evaluate(importer, node, attrs)` computes the outputs from
   constant inputs instead of ONNX's reference implementation, and `import_time_inputs`
   names the inputs that must be known for that (None: all of them; (): none, the
-  operator is always evaluated at import time).
+  operator is always evaluated at import time); `fold=False` keeps the operator as a
+  graph op even on constant inputs (DequantizeLinear of quantized weights: the QDQ
+  rewrite reads the integers, a later pass folds what it leaves).
 
 Converters are declared with the `onnx_op` decorator next to their code in
 `xweave.frontend.ops`; `OPS` maps each ONNX operator type (default domain) to its
@@ -75,6 +77,7 @@ class OnnxOp:
     constant_reason: str = ""
     evaluate: Evaluator | None = None
     import_time_inputs: tuple[int, ...] | None = None
+    fold: bool = True
 
     def __post_init__(self) -> None:
         if self.constant_inputs and not self.constant_reason:

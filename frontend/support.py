@@ -51,6 +51,8 @@ def plan(nodes: Sequence[onnx.NodeProto], constants: set[str]) -> tuple[set[int]
         if not is_default_domain(node) or node.op_type in NONDETERMINISTIC or _has_subgraph(node):
             continue
         declared = OPS.get(node.op_type)
+        if declared is not None and not declared.fold:
+            continue
         if declared is None or declared.import_time_inputs is None:
             inputs = [n for n in node.input if n]
         else:

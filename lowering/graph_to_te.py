@@ -26,7 +26,7 @@ from xweave import te
 from xweave.dialects import dtypes, graph, loop
 from xweave.dialects.attributes import python_value
 from xweave.errors import XweaveError
-from xweave.operators import nn, transform
+from xweave.operators import nn, quantize, transform
 
 
 def _props(op: Operation) -> dict:
@@ -47,8 +47,9 @@ def _convolution(kernel: Callable[..., te.Tensor]) -> Builder:
     def build(op: Operation, args: list[te.Tensor]) -> te.Tensor:
         p = _props(op)
         bias = args[2] if len(args) > 2 else None
+        pad_value = {"pad_value": p["pad_value"]} if "pad_value" in p else {}
         return kernel(args[0], args[1], bias, _out_shape(op), p["strides"], p["pads"],
-                      p["dilations"], p["groups"])
+                      p["dilations"], p["groups"], **pad_value)
 
     return build
 
@@ -125,6 +126,9 @@ BUILDERS: dict[str, Builder] = {
     "graph.tile": lambda op, a: nn.tile(a[0], _props(op)["repeats"]),
     "graph.broadcast_to": lambda op, a: nn.broadcast_to(a[0], _out_shape(op)),
     "graph.gather": lambda op, a: nn.gather(a[0], a[1], _props(op)["axis"], _out_shape(op)),
+    "graph.quantize": lambda op, a: quantize.quantize(*a, _out_shape(op)),
+    "graph.dequantize": lambda op, a: quantize.dequantize(*a, _out_shape(op)),
+    "graph.requantize": lambda op, a: quantize.requantize(*a, _out_shape(op)),
     "graph.winograd_input_transform": _winograd_input,
     "graph.winograd_matmul": lambda op, a: nn.winograd_matmul(a[0], a[1]),
     "graph.winograd_output_transform": lambda op, a: nn.winograd_output_transform(

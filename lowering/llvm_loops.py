@@ -24,6 +24,11 @@ above the FMAs and the accumulators spill to the stack: SqueezeNet's 1000-class 
 conv (13 x 8 block, 15 of the 16 ymm registers) ran 1.3x faster without. Smaller
 blocks keep the unroll (turning it off everywhere made whole models ~12% slower)."""
 
+REGISTER_BLOCK_DOTS = 4
+"""Likewise for integer register blocks (`loop.dot`): LLVM may reassociate their
+integer adds, and unrolled it sums the next steps' products in trees beside the
+accumulators, which then spill (a 2 x 2 x 16 int16 conv block ran 2x slower)."""
+
 NO_LLVM_UNROLL = "xweave.no_llvm_unroll"
 """Unit attribute of an `llvm.cond_br` closing a loop LLVM must not unroll (becomes
 `!llvm.loop` metadata in `llvm_codegen`)."""
@@ -33,7 +38,8 @@ def is_register_block_step(op: loop.ForOp) -> bool:
     """Whether `op`'s body is one step of a register-blocked reduction (see
     `REGISTER_BLOCK_FMAS`)."""
     fmas = sum(isinstance(o, vector.FMAOp) for o in op.body.block.ops)
-    return fmas >= REGISTER_BLOCK_FMAS
+    dots = sum(isinstance(o, loop.DotOp) for o in op.body.block.ops)
+    return fmas >= REGISTER_BLOCK_FMAS or dots >= REGISTER_BLOCK_DOTS
 
 
 def lower_serial_for(fl: LoopLowering, op: loop.ForOp) -> None:

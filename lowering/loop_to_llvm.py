@@ -96,6 +96,7 @@ from xweave.lowering.llvm_params import (
     param_value,
 )
 from xweave.lowering.llvm_parallel import lower_parallel_for, num_threads_global
+from xweave.lowering.llvm_integer import INTEGER_LOWERINGS
 from xweave.lowering.llvm_scalar import SCALAR_LOWERINGS
 
 __all__ = [
@@ -445,7 +446,7 @@ class FunctionLowering(LoopLowering):
         if handler is not None:
             handler(op)
             return
-        scalar = SCALAR_LOWERINGS.get(type(op))
+        scalar = SCALAR_LOWERINGS.get(type(op)) or INTEGER_LOWERINGS.get(type(op))
         if scalar is not None:
             for result, value in zip(op.results, scalar(self, op), strict=True):
                 self.map(result, value)

@@ -15,8 +15,10 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    AnyFloat,
     DenseResourceAttr,
     FloatAttr,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     TensorType,
@@ -28,6 +30,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 
 from xweave.dialects import loop, te
+from xweave.dialects.dtypes import is_unsigned, value_type
 from xweave.passes.loop_utils import affine_of
 
 REDUCER_IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}
@@ -37,6 +40,26 @@ REDUCER_COMBINE = {
     "max": arith.MaximumfOp,
     "min": arith.MinimumfOp,
 }
+INTEGER_REDUCER_COMBINE = {"sum": arith.AddiOp, "prod": arith.MuliOp,
+                           "max": arith.MaxSIOp, "min": arith.MinSIOp}
+UNSIGNED_REDUCER_COMBINE = {**INTEGER_REDUCER_COMBINE, "max": arith.MaxUIOp,
+                            "min": arith.MinUIOp}
+
+
+def _combine(reducer: str, element_type):
+    """The arith op combining two values of a reduction over `element_type` elements."""
+    if isinstance(element_type, AnyFloat):
+        return REDUCER_COMBINE[reducer]
+    table = UNSIGNED_REDUCER_COMBINE if is_unsigned(element_type) else INTEGER_REDUCER_COMBINE
+    return table[reducer]
+
+
+def _identity(reducer: str, element_type) -> arith.ConstantOp:
+    """The constant a reduction over `element_type` elements starts from."""
+    if isinstance(element_type, AnyFloat):
+        return _float_constant(REDUCER_IDENTITY[reducer], element_type)
+    value = te.Reducer(reducer).identity(element_type)
+    return arith.ConstantOp(IntegerAttr(int(value), value_type(element_type)))
 
 
 def memref_of(t: TensorType) -> MemRefType:
@@ -139,7 +162,7 @@ def lower_compute(compute: te.ComputeOp, out: SSAValue, buffers: dict,
         value = lowering.lower_block(body, dict(zip(body.args, ivs)), block)
         if reducer is not None:
             acc = loop.LoadOp(out, ivs[:rank])
-            combined = REDUCER_COMBINE[reducer](acc.results[0], value)
+            combined = _combine(reducer, element_type)(acc.results[0], value)
             block.add_ops([acc, combined])
             value = combined.result
         block.add_op(loop.StoreOp(value, out, ivs[:rank]))
@@ -148,7 +171,7 @@ def lower_compute(compute: te.ComputeOp, out: SSAValue, buffers: dict,
         return perfect_nest(shape, [f"{stage}.{h}" for h in hints], hints, update)
 
     def init(block: Block, ivs: list[SSAValue]):
-        identity = _float_constant(REDUCER_IDENTITY[reducer], element_type)
+        identity = _identity(reducer, element_type)
         block.add_ops([identity, loop.StoreOp(identity.result, out, ivs)])
 
     init_nest = perfect_nest(shape, [f"{stage}_init.{h}" for h in hints[:rank]],

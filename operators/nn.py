@@ -49,6 +49,28 @@ from xweave.winograd import sparse_sum, winograd_matrices
 NEG_INF = float("-inf")
 
 
+def is_integer(t: te.Tensor) -> bool:
+    """Whether a tensor holds integers (a quantized layer's operands)."""
+    return t.dtype.startswith(("int", "uint"))
+
+
+def _product(a: te.Expr, b: te.Expr, integer: bool) -> te.Expr:
+    """a * b; integer operands converted to int32 first (exact: 8-bit products and their
+    sums fit), so an integer layer accumulates in int32."""
+    if integer:
+        return te.cast(a, "int32") * te.cast(b, "int32")
+    return a * b
+
+
+def lowest(dtype: str) -> float | int:
+    """The least value of `dtype` (-inf for floats): a padding that never wins a max."""
+    if dtype.startswith("uint"):
+        return 0
+    if dtype.startswith("int"):
+        return -(1 << (int(dtype[3:]) - 1))
+    return NEG_INF
+
+
 # --- dense / matmul ------------------------------------------------------------------
 
 
@@ -56,7 +78,10 @@ def dense(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None):
     """x[M, K] . w[N, K]^T (+ bias[N])."""
     (m, k_extent), (n, _) = x.shape, w.shape
     k = te.reduce_axis(k_extent, name="k")
-    out = te.compute((m, n), lambda i, j: te.sum(x[i, k] * w[j, k], axis=k), name="dense")
+    integer = is_integer(x)
+    x = widened(x, w)
+    out = te.compute((m, n), lambda i, j: te.sum(_product(x[i, k], w[j, k], integer), axis=k),
+                     name="dense")
     if bias is None:
         return out
     return te.compute((m, n), lambda i, j: out[i, j] + bias[j], name="bias_add")
@@ -67,12 +92,13 @@ def matmul(a: te.Tensor, b: te.Tensor, out_shape: Sequence[int]):
     k_extent = a.shape[-1]
     k = te.reduce_axis(k_extent, name="k")
     batch = list(out_shape[:-2])
+    integer = is_integer(a)
 
     def body(*idx):
         *b_idx, i, j = idx
         a_batch = _broadcast_index(_Shape(a.shape[:-2]), batch, b_idx)
         b_batch = _broadcast_index(_Shape(b.shape[:-2]), batch, b_idx)
-        return te.sum(a[(*a_batch, i, k)] * b[(*b_batch, k, j)], axis=k)
+        return te.sum(_product(a[(*a_batch, i, k)], b[(*b_batch, k, j)], integer), axis=k)
 
     return te.compute(tuple(out_shape), body, name="matmul")
 
@@ -105,14 +131,45 @@ def pad(x: te.Tensor, pads: Sequence[int], value: float = 0.0, name: str = "pad"
     return te.compute(shape, body, name=name)
 
 
+def widened(x: te.Tensor, weight: te.Tensor) -> te.Tensor:
+    """uint8 data against int16 weights (the int16 form of a quantized layer, for
+    `vpmaddwd`: graph-widen-weights) as int16, once: a stage the products read."""
+    if x.dtype != "uint8" or weight.dtype != "int16":
+        return x
+    return te.compute(x.shape, lambda *i: te.cast(x[i], "int16"), name="widen")
+
+
+def _source(data: te.Tensor, weight: te.Tensor, pads, pad_value: int, trailing: int = 0):
+    """A convolution's input as its products read it: padded (with `pad_value`) and, for
+    int16 weights, widened to int16 in the same stage (`widened`)."""
+    if not any(pads):
+        return widened(data, weight)
+    if data.dtype == "uint8" and weight.dtype == "int16":
+        top, left, bottom, right = pads
+        end = len(data.shape) - trailing
+        *lead, h, w = data.shape[:end]
+        shape = (*lead, h + top + bottom, w + left + right, *data.shape[end:])
+
+        def body(*idx):
+            rest, (y, xx), block = idx[: end - 2], idx[end - 2 : end], idx[end:]
+            inside = te.all(y >= top, y < h + top, xx >= left, xx < w + left)
+            value = te.cast(data[(*rest, y - top, xx - left, *block)], "int16")
+            return te.if_then_else(inside, value, te.const(pad_value, "int16"))
+
+        return te.compute(shape, body, name="pad")
+    return pad(data, pads, pad_value, trailing=trailing)
+
+
 def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
-           strides, pads, dilations, groups: int):
-    """2-D convolution, NCHW data, OIHW weights, with groups and dilation."""
+           strides, pads, dilations, groups: int, pad_value: int = 0):
+    """2-D convolution, NCHW data, OIHW weights, with groups and dilation; on integers
+    (int32 sums) the input is padded with `pad_value`."""
     _, channels, _, _ = data.shape
     out_channels, group_channels, kh, kw = weight.shape
     sh, sw = strides
     dh, dw = dilations
-    source = pad(data, pads) if any(pads) else data
+    integer = is_integer(data)
+    source = _source(data, weight, pads, pad_value)
     rc = te.reduce_axis(group_channels, name="rc")
     ry = te.reduce_axis(kh, name="ry")
     rx = te.reduce_axis(kw, name="rx")
@@ -120,8 +177,8 @@ def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape
 
     def body(n, o, y, x):
         c = rc if groups == 1 else (o // per_group) * group_channels + rc
-        return te.sum(source[n, c, y * sh + ry * dh, x * sw + rx * dw] * weight[o, rc, ry, rx],
-                      axis=[rc, ry, rx])
+        return te.sum(_product(source[n, c, y * sh + ry * dh, x * sw + rx * dw],
+                               weight[o, rc, ry, rx], integer), axis=[rc, ry, rx])
 
     out = te.compute(tuple(out_shape), body, name="conv2d")
     if bias is None:
@@ -131,7 +188,7 @@ def conv2d(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape
 
 
 def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out_shape,
-                 strides, pads, dilations, groups: int):
+                 strides, pads, dilations, groups: int, pad_value: int = 0):
     """2-D convolution on channel-blocked data: [N][C/ci][H][W][ci] x
     [O/co][C/ci][KH][KW][ci][co] -> [N][O/co][OH][OW][co], bias [O/co][co]; groups 1,
     one per channel block (weight [C/co][1][KH][KW][ci][co]) or depthwise (weight
@@ -140,7 +197,8 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out
     _, in_blocks, kh, kw, group_in, _ = weight.shape
     sh, sw = strides
     dh, dw = dilations
-    source = pad(data, pads, trailing=1) if any(pads) else data
+    integer = is_integer(data)
+    source = _source(data, weight, pads, pad_value, trailing=1)
     ry = te.reduce_axis(kh, name="ry")
     rx = te.reduce_axis(kw, name="rx")
     if groups == 1:
@@ -150,18 +208,18 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None, out
         # The lanes of an input block innermost (TVM's order): each step broadcasts one
         # input value per row against contiguous weight vectors.
         def body(n, o, y, x, b):
-            return te.sum(source[n, rc, y * sh + ry * dh, x * sw + rx * dw, rb]
-                          * weight[o, rc, ry, rx, rb, b], axis=[rc, ry, rx, rb])
+            return te.sum(_product(source[n, rc, y * sh + ry * dh, x * sw + rx * dw, rb],
+                                   weight[o, rc, ry, rx, rb, b], integer), axis=[rc, ry, rx, rb])
     elif groups == blocks and group_in == ci:  # output block o reads input block o
         rb = te.reduce_axis(ci, name="rb")
 
         def body(n, o, y, x, b):
-            return te.sum(source[n, o, y * sh + ry * dh, x * sw + rx * dw, rb]
-                          * weight[o, 0, ry, rx, rb, b], axis=[ry, rx, rb])
+            return te.sum(_product(source[n, o, y * sh + ry * dh, x * sw + rx * dw, rb],
+                                   weight[o, 0, ry, rx, rb, b], integer), axis=[ry, rx, rb])
     else:  # depthwise: output channel (o, b) reads input channel (o, b)
         def body(n, o, y, x, b):
-            return te.sum(source[n, o, y * sh + ry * dh, x * sw + rx * dw, b]
-                          * weight[o, 0, ry, rx, 0, b], axis=[ry, rx])
+            return te.sum(_product(source[n, o, y * sh + ry * dh, x * sw + rx * dw, b],
+                                   weight[o, 0, ry, rx, 0, b], integer), axis=[ry, rx])
 
     out = te.compute(tuple(out_shape), body, name="conv2d_nchwc")
     if bias is None:
@@ -300,7 +358,7 @@ def max_pool2d(x: te.Tensor, out_shape, kernel, strides, pads, dilations):
     return te.compute(
         tuple(out_shape),
         lambda n, c, y, xx, *b: te.reduce_max(
-            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dilations, NEG_INF, b),
+            _window_read(x, n, c, y, xx, ry, rx, strides, pads, dilations, lowest(x.dtype), b),
             axis=[ry, rx]),
         name="max_pool2d",
     )

@@ -33,6 +33,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return GraphFoldConstantsPass
 
+    def graph_fold_qdq():
+        from xweave.passes.graph_fold_qdq import GraphFoldQdqPass
+
+        return GraphFoldQdqPass
+
     def graph_fuse():
         from xweave.passes.graph_fuse import GraphFusePass
 
@@ -47,6 +52,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         from xweave.passes.graph_simplify_inference import GraphSimplifyInferencePass
 
         return GraphSimplifyInferencePass
+
+    def graph_widen_weights():
+        from xweave.passes.graph_widen_weights import GraphWidenWeightsPass
+
+        return GraphWidenWeightsPass
 
     def graph_winograd():
         from xweave.passes.graph_winograd import GraphWinogradPass
@@ -67,6 +77,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         from xweave.passes.loop_defer_accumulate import LoopDeferAccumulatePass
 
         return LoopDeferAccumulatePass
+
+    def loop_dot():
+        from xweave.passes.loop_dot import LoopDotPass
+
+        return LoopDotPass
 
     def loop_fuse():
         from xweave.passes.loop_fuse import LoopFusePass
@@ -169,13 +184,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "graph-calibrate": graph_calibrate,
         "graph-cse": graph_cse,
         "graph-fold-constants": graph_fold_constants,
+        "graph-fold-qdq": graph_fold_qdq,
         "graph-fuse": graph_fuse,
         "graph-quantize": graph_quantize,
         "graph-simplify-inference": graph_simplify_inference,
+        "graph-widen-weights": graph_widen_weights,
         "graph-winograd": graph_winograd,
         "loop-cache-write": loop_cache_write,
         "loop-compute-at": loop_compute_at,
         "loop-defer-accumulate": loop_defer_accumulate,
+        "loop-dot": loop_dot,
         "loop-fold-constant-packs": loop_fold_constant_packs,
         "loop-fuse": loop_fuse,
         "loop-inline": loop_inline,

@@ -20,6 +20,9 @@ of the module's `xweave.target`): with 16-lane vectors, channels that 16 does no
 divide take blocks of 24, 40 or 56 (whole vectors and an 8-lane tail: 24 channels run
 as one zmm and one ymm vector per pixel, not three ymm vectors); with 8 lanes, none.
 
+Integer convolutions (quantized models) are blocked alike, their `pad_value` kept, and
+the quantization ops (quantize, dequantize, requantize) count as broadcast ops.
+
 The blocked layout flows on through elementwise and broadcast ops (per-channel
 operands such as [C, 1, 1] become [C/k, 1, 1, k], so numpy broadcasting still
 holds), pools (their `layout` property) and concats along the channel axis whose
@@ -53,7 +56,8 @@ from xweave.dialects.graph.constants import constant_value
 from xweave.target import machine_model, target_of
 from xweave.layout import transform_shape
 
-_ELEMENTWISE = (graph.UnaryOperation, graph.BinaryOperation)
+_ELEMENTWISE = (graph.UnaryOperation, graph.BinaryOperation, graph.QuantizeOp,
+                graph.DequantizeOp, graph.RequantizeOp)
 _POOLS = (graph.MaxPool2dOp, graph.AvgPool2dOp, graph.GlobalAvgPool2dOp, graph.GlobalMaxPool2dOp)
 
 
@@ -234,10 +238,11 @@ class _Rewrite:
         bias = None
         if op.bias is not None:
             bias = self._insert(graph.ReshapeOp(op.bias, (out_channels // co, co)), op)
+        pad_value = op.input_pad_value if "pad_value" in op.properties else None
         new = graph.Conv2dNchwcOp(
             data, weight, bias,
             strides=op.strides.get_values(), pads=op.pads.get_values(),
-            dilations=op.dilations.get_values(), groups=groups,
+            dilations=op.dilations.get_values(), groups=groups, pad_value=pad_value,
         )
         new.attributes.update(op.attributes)
         self._replace(op, new)

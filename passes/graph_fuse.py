@@ -54,9 +54,11 @@ class _Node:
 
 def _edge_kind(consumer: Operation, operand: SSAValue) -> PatternKind:
     """The consumer's kind, but elementwise for a broadcast op reading an operand of
-    its own shape (so `conv2d -> add bias` counts as elementwise)."""
+    its own shape (so `conv2d -> add bias` counts as elementwise, and so does an
+    integer conv's `requantize`, whose result type differs from its input's)."""
     kind = consumer.pattern_kind  # pyright: ignore[reportAttributeAccessIssue]
-    if kind == BROADCAST and operand.type == consumer.results[0].type:
+    result = consumer.results[0].type
+    if kind == BROADCAST and operand.type.get_shape() == result.get_shape():  # pyright: ignore
         return ELEMWISE
     return kind
 

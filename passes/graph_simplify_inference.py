@@ -69,6 +69,8 @@ def fold_affine_into_weights(
     weight, bias = _constant(producer.weight), _constant(producer.bias)
     if weight is None or (producer.bias is not None and bias is None):
         return False
+    if weight.dtype.kind in "iu":  # an integer layer: its bias is int32, its sums exact
+        return False
     if not producer.result.has_one_use():
         return False
     channels = weight.shape[0]

@@ -31,6 +31,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import graph, loop
 from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.nn import is_integer_layer
 from xweave.dialects.graph.winograd import MAX_TILE
 from xweave.winograd import winograd_matrices
 
@@ -82,6 +83,8 @@ class GraphWinogradPass(ModulePass):
 
     def eligible(self, conv: Operation) -> bool:
         if not (isinstance(conv, graph.Conv2dNchwcOp) or (self.nchw and isinstance(conv, graph.Conv2dOp))):
+            return False
+        if is_integer_layer(conv):  # exact integer sums: no transform of the data
             return False
         weight = _constant(conv.weight)
         if weight is None or (conv.bias is not None and _constant(conv.bias) is None):

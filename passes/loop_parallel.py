@@ -49,7 +49,13 @@ from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_analysis import Linear
-from xweave.passes.loop_utils import affine_of, constant_index, enclosing_loops, find_loops
+from xweave.passes.loop_utils import (
+    affine_of,
+    constant_index,
+    enclosing_loops,
+    find_loops,
+    side_effect_free,
+)
 
 PAIRWISE_LIMIT = 4096
 """Above this many iterations, only a single-dimension proof of independence is tried."""
@@ -178,6 +184,8 @@ def _collect(for_op: loop.ForOp, variables: _Vars) -> tuple[list[Operation], set
             accesses.append(op)
             continue
         if isinstance(op, loop.YieldOp | scf.YieldOp | scf.IfOp):
+            continue
+        if side_effect_free(op):
             continue
         effects = get_effects(op)
         if effects is None or any(

@@ -35,13 +35,17 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineDimExpr, AffineExpr
 from xdsl.passes import ModulePass
-from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_grow import Dims, Key, conjuncts, plan_growth
 from xweave.passes.loop_analysis import bounds, simplify_expr
-from xweave.passes.loop_utils import enclosing_function, enclosing_loops, find_loops
+from xweave.passes.loop_utils import (
+    enclosing_function,
+    enclosing_loops,
+    find_loops,
+    side_effect_free,
+)
 
 def _guard_key(op: Operation, dims: Dims) -> list[Key]:
     """The conditions of the guards around `op`."""
@@ -79,7 +83,7 @@ def _removable(guard: scf.IfOp, dims: Dims, past_end: list[loop.LoadOp] | None) 
             if scope != loop.LOCAL_SCOPE or not isinstance(op.memref.owner, loop.AllocOp):
                 return False
             stores.append(op)
-        elif not isinstance(op, scf.YieldOp) and (op.regions or not is_side_effect_free(op)):
+        elif not isinstance(op, scf.YieldOp) and (op.regions or not side_effect_free(op)):
             return False
     # The condition must hold still while each cache lives, or depend on loops inside
     # it only through the element written (the lane of a ragged column tile).

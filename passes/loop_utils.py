@@ -15,6 +15,7 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
+from xdsl.traits import is_side_effect_free
 from xdsl.transforms.dead_code_elimination import is_trivially_dead
 from xdsl.utils.exceptions import PassFailedException
 
@@ -225,3 +226,9 @@ def walk_loops(root: Operation) -> Iterator[loop.ForOp]:
     for op in root.walk():
         if isinstance(op, loop.ForOp):
             yield op
+
+
+def side_effect_free(op: Operation) -> bool:
+    """Whether `op` has no memory effects; xDSL 0.74's `arith.extsi` lacks the Pure
+    trait its sibling conversions have, and is pure all the same."""
+    return isinstance(op, arith.ExtSIOp) or is_side_effect_free(op)

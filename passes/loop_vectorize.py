@@ -9,7 +9,8 @@ becomes the lane index: inside vector accesses it is replaced by its first value
 * a load not depending on `%j` stays a scalar load; where a vector is needed it is
   broadcast (`vector.broadcast`), as is any other value computed outside the loop or
   not depending on `%j` (constants, outer loads);
-* `arith`/`math` ops with a lane-dependent operand operate on vector types;
+* `arith`/`math` ops with a lane-dependent operand operate on vector types (arith's
+  conversions become `loop.convert`, which takes vectors);
   `arith.mulf` whose only use is an `arith.addf` becomes `vector.fma` (option
   `fma=false` keeps them apart);
 * a store of a lane-dependent value to a contiguous address becomes a vector store
@@ -68,13 +69,17 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
-from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
 from xweave.passes.loop_analysis import Linear
 from xweave.passes.loop_split import split_loop
-from xweave.passes.loop_utils import enclosing_function, find_loops, fold_access_maps
+from xweave.passes.loop_utils import (
+    enclosing_function,
+    find_loops,
+    fold_access_maps,
+    side_effect_free,
+)
 from xweave.target import machine_model, target_of
 
 SINGLE_WIDTHS = (2, 4, 8, 16)
@@ -422,7 +427,7 @@ class _Plan:
             )
         if op.name == "loop.alloc":
             return
-        if not is_side_effect_free(op):
+        if not side_effect_free(op):
             raise _Reject(f"{_describe(op)} has memory effects (calls are not vectorized)")
         if not varying_in:
             return
@@ -605,6 +610,14 @@ def _vectorizable_scalar(t: Attribute) -> bool:
     return isinstance(t, AnyFloat) or (isinstance(t, IntegerType) and not isinstance(t, IndexType))
 
 
+_CONVERSIONS: dict[type[Operation], str] = {
+    arith.ExtSIOp: "extsi", arith.ExtUIOp: "extui", arith.TruncIOp: "trunci",
+    arith.SIToFPOp: "sitofp", arith.UIToFPOp: "uitofp", arith.FPToSIOp: "fptosi",
+    arith.FPToUIOp: "fptoui", arith.ExtFOp: "extf", arith.TruncFOp: "truncf",
+}
+"""arith conversions and the `loop.convert` kind of their vector form."""
+
+
 class _Builder:
     """Emits one vector group of the body: old values -> new values."""
 
@@ -732,6 +745,10 @@ class _Builder:
                     ),
                     out,
                 )
+            elif type(op) in _CONVERSIONS:  # (xDSL's arith casts take scalars only)
+                new = self.new(loop.ConvertOp(
+                    _CONVERSIONS[type(op)], self.as_vector(op.operands[0], out),
+                    self.vector_type(op.results[0].type)), out)
             else:
                 keep_condition = isinstance(op, arith.SelectOp)  # an i1 scalar
                 operands = [

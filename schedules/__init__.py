@@ -30,6 +30,7 @@ from xweave.errors import XweaveError
 from xweave.log import NOTE
 from xweave.passes import get_all_passes
 from xweave.schedules.analysis import KernelInfo, analyse
+from xweave.schedules.integer import IntegerDot
 from xweave.schedules.templates import TEMPLATES, Template
 from xweave.schedules.tuned import tuned_schedules
 from xweave.schedules.winograd import WinogradTransform
@@ -38,7 +39,7 @@ from xweave.target import target_of
 
 logger = logging.getLogger(__name__)
 
-SPECIFIC: list[Template] = [WinogradTransform()]
+SPECIFIC: list[Template] = [WinogradTransform(), IntegerDot()]
 """Templates of particular kernels, tried before the general `TEMPLATES`."""
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 
 from xweave.dialects import loop
 from xweave.passes.loop_utils import enclosing_loops, perfect_nest
@@ -36,6 +36,10 @@ class Stage:
     windowed: set[str] = field(default_factory=set)
     """Loops that share an index with another loop in some read of the update nest
     (`x` and `rx` in `data[..., x + rx]`): the read slides along them."""
+    operand_reads: list[tuple[int | None, Attribute, list[set[str]]]] = field(default_factory=list)
+    """Every read of the update nest but of its own buffer: (kernel argument index or
+    None for a temporary, element type, per dimension the names of the loops its index
+    uses)."""
 
     @property
     def is_reduction(self) -> bool:
@@ -145,6 +149,12 @@ def analyse(kernel: func.FuncOp) -> KernelInfo:
         stage.windowed = _windowed(nest[-1])
         stage.operands = len({load.memref for load in nest[-1].walk()
                               if isinstance(load, loop.LoadOp) and load.memref is not buffer})
+        block_args = list(kernel.body.block.args)
+        stage.operand_reads = [
+            (block_args.index(load.memref) if load.memref in block_args else None,
+             load.memref.type.get_element_type(), _read_dims(load))  # pyright: ignore
+            for load in nest[-1].walk()
+            if isinstance(load, loop.LoadOp) and load.memref is not buffer]
     tags = [s.name for s in stages.values()]
     return KernelInfo(kernel.sym_name.data, list(stages.values()), tags,
                       machine_model(target_of(kernel)))

@@ -63,11 +63,12 @@ def test_dtypes_without_an_element_type_are_errors(dtype):
         element_type(dtype)
 
 
-def test_the_te_stage_refuses_unsigned_integers_instead_of_reading_them_signed():
+def test_the_te_stage_reads_ui8_as_uint8_and_refuses_wider_unsigned_integers():
     from xweave.errors import XweaveError
     from xweave.lowering.graph_to_te import _dtype
 
     assert _dtype(TensorType(f16, [2])) == "float16"
     assert _dtype(TensorType(i1, [2])) == "bool"
-    with pytest.raises(XweaveError, match="unsupported element type ui8"):
-        _dtype(TensorType(IntegerType(8, Signedness.UNSIGNED), [2]))
+    assert _dtype(TensorType(IntegerType(8, Signedness.UNSIGNED), [2])) == "uint8"
+    with pytest.raises(XweaveError, match="unsupported element type ui16"):
+        _dtype(TensorType(IntegerType(16, Signedness.UNSIGNED), [2]))

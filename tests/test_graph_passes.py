@@ -277,7 +277,7 @@ def test_graph_opt_is_in_the_pipeline_first():
     names = [s.name for s in cpu_stages(CompileOptions())]
     assert names[0] == "graph-opt" and names.index("graph-opt") < names.index("te")
     assert [str(p) for p in graph_opt_passes()] == [
-        "graph-fold-constants", "graph-simplify-inference", "graph-cse", "dce"]
+        "graph-fold-qdq", "graph-fold-constants", "graph-simplify-inference", "graph-cse", "dce"]
 
 
 def test_onnx_model_is_unchanged_when_nothing_applies():

@@ -51,7 +51,8 @@ OUT_OF_SCOPE = {
 # Cases that fail because of a known bug in another layer (xfail, counted as fail).
 KNOWN_ISSUES: dict[str, str] = {}
 
-_DATA_TYPES = {TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32}
+_DATA_TYPES = {TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.UINT8,
+               TensorProto.INT8}
 
 RESULTS: dict[str, Counter] = defaultdict(Counter)
 """folder -> Counter of pass / fail / unsupported / out of scope."""
@@ -146,8 +147,15 @@ mean min mul neg not_ or_ pad pow prelu reciprocal reduce_log_sum reduce_log_sum
 reducel1 reducel2 reducemax reducemean reducemin reduceprod reducesum reducesumsquare
 relu reshape round selu shape shrink sigmoid sign sin size slice softmax softplus
 softsign spacetodepth split sqrt squeeze sub sum tanh tile transpose unsqueeze where xor
+quantizelinear dequantizelinear dynamicquantizelinear qlinearconv qlinearmatmul
+convinteger matmulinteger
 """.split()
 """onnx.backend.test.case.node modules of the operators xweave imports."""
+
+QUANTIZED_MODULES = {"quantizelinear", "dequantizelinear", "dynamicquantizelinear",
+                     "qlinearconv", "qlinearmatmul", "convinteger", "matmulinteger"}
+"""Modules whose cases run in full (not sampled) and take their uint8/int8 data at run
+time (a quantized model's data), not frozen into constants."""
 
 NODE_SAMPLE = 4
 """Cases per module, spread over its cases (all with XWEAVE_CONFORMANCE_NODE=all)."""
@@ -167,7 +175,8 @@ def _node_cases():
             before = len(node_cases._NodeTestCases)
             importlib.import_module(f"onnx.backend.test.case.node.{module}")
             cases = node_cases._NodeTestCases[before:]
-            step = 1 if everything else max(1, math.ceil(len(cases) / NODE_SAMPLE))
+            step = 1 if everything or module in QUANTIZED_MODULES else max(
+                1, math.ceil(len(cases) / NODE_SAMPLE))
             selected += [(c.name, module, c) for c in cases[::step]]
     return selected
 
@@ -175,11 +184,12 @@ def _node_cases():
 NODE_CASES = _node_cases()
 
 
-def _frozen(case) -> tuple[onnx.ModelProto, list]:
+def _frozen(case, quantized: bool = False) -> tuple[onnx.ModelProto, list]:
     """The node case with its non-float32 inputs (shapes, axes, pads, indices, bools)
-    and its value inputs read at import time (Clip bounds, Pad value, Dropout ratio)
-    made initializers: xweave compiles static shapes, where ONNX's node tests feed
-    these at run time."""
+    and its value inputs read at import time (Clip bounds, Pad value, Dropout ratio,
+    quantization scales and zero points) made initializers: xweave compiles static
+    shapes, where ONNX's node tests feed these at run time. With `quantized`, uint8 and
+    int8 data stays a run-time input."""
     from xweave.frontend.onnx import SUPPORTED_OPS
     from xweave.frontend.registry import OPS
 
@@ -198,7 +208,8 @@ def _frozen(case) -> tuple[onnx.ModelProto, list]:
             feeds.append(value)
             continue
         array = numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
-        if (array.dtype != np.float32 or info.name in value_inputs) and array.dtype != object:
+        data = (np.float32, np.uint8, np.int8) if quantized else (np.float32,)
+        if (array.dtype not in data or info.name in value_inputs) and array.dtype != object:
             graph.initializer.append(numpy_helper.from_array(array, info.name))
         else:
             kept.append(info)
@@ -214,7 +225,7 @@ def _frozen(case) -> tuple[onnx.ModelProto, list]:
 def test_node_case(name, module, case, request):
     if name in KNOWN_ISSUES:
         request.applymarker(pytest.mark.xfail(reason=KNOWN_ISSUES[name], strict=False))
-    model, data_sets = _frozen(case)
+    model, data_sets = _frozen(case, module in QUANTIZED_MODULES)
     # ONNX's own tolerances for node cases: some expected values are written by hand
     # with four decimals (e.g. test_averagepool_2d_ceil_last_window_starts_on_pad).
     _run_case("node", name, model, data_sets, case.rtol, case.atol)

@@ -22,8 +22,10 @@ text form round-trips on its own (`ConstantOp.from_array`, `constants.constant_v
 
 Data is float32; a few ops also carry other element types: comparisons produce `i1`
 tensors, which `graph.where`, `graph.not`/`and`/`or`/`xor` consume; `graph.gather`
-takes integer indices; `graph.cast` converts between element types. Every other op has
-one element type for its operands and results.
+takes integer indices; `graph.cast` converts between element types. Quantized models
+compute on 8-bit integers (`i8`, `ui8`): `graph.quantize`, `graph.dequantize` and
+`graph.requantize` convert (`quantize`), and conv2d/dense/matmul on integer operands
+accumulate in `i32`. Every other op has one element type for its operands and results.
 
 The ops are importable from here; the helpers stay in their modules: result-shape
 rules in `shapes`, property declarations and their attributes in `properties`, tensor
@@ -124,6 +126,11 @@ from xweave.dialects.graph.normalization import (  # noqa: F401
     ReduceOp,
     SoftmaxOp,
 )
+from xweave.dialects.graph.quantize import (  # noqa: F401
+    DequantizeOp,
+    QuantizeOp,
+    RequantizeOp,
+)
 from xweave.dialects.graph.pool import (  # noqa: F401
     AvgPool2dOp,
     GlobalAvgPool2dOp,
@@ -214,6 +221,9 @@ Graph = Dialect(
         WinogradInputTransformOp,
         WinogradMatmulOp,
         WinogradOutputTransformOp,
+        QuantizeOp,
+        DequantizeOp,
+        RequantizeOp,
     ],
     [],
 )

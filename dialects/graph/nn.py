@@ -5,10 +5,18 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType, i32, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def
+from xdsl.irdl import (
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    result_def,
+)
 
+from xweave.dialects.dtypes import integer_range
 from xweave.dialects.graph.base import (
     GraphOperation,
     LhsRhsOperation,
@@ -24,9 +32,26 @@ from xweave.dialects.graph.shapes import (
 from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
 
 
+def is_integer_layer(op: GraphOperation) -> bool:
+    """Whether a conv2d/dense/matmul computes on integers (accumulating in i32)."""
+    return isinstance(element_type_of(op.operands[0]), IntegerType)
+
+
+def _verify_integer_layer(op: GraphOperation, data: SSAValue, weight: SSAValue,
+                          bias: SSAValue | None) -> None:
+    """An integer layer: integer operands of any width (each converted to i32 exactly:
+    ui8 zero-extended, i8 sign-extended), an i32 bias and an i32 result."""
+    op._expect_element("input", data, "integer")
+    op._expect_element("weight", weight, "integer")
+    for what, value in (("bias", bias), ("result", op.results[0])):
+        if value is not None and element_type_of(value) != i32:
+            raise op._fail(f"expected an i32 {what} for integer operands but got {value.type}")
+
+
 class _WeightedOp(GraphOperation, abc.ABC):
     """input, weight and an optional bias (conv2d, dense): outputs that absorb
-    elementwise ops."""
+    elementwise ops. Float operands have one element type throughout; integer operands
+    (quantized layers) accumulate in i32 (`_verify_integer_layer`)."""
 
     pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
 
@@ -46,6 +71,12 @@ class _WeightedOp(GraphOperation, abc.ABC):
             result_types=[result_type],
             properties=properties or {},
         )
+
+    def verify_element_types(self) -> None:
+        if is_integer_layer(self):
+            _verify_integer_layer(self, self.input, self.weight, self.bias)
+        else:
+            super().verify_element_types()
 
     def _expect_bias(self, shape: tuple[int, ...]) -> None:
         if self.bias is not None and shape_of(self.bias) != shape:
@@ -85,15 +116,20 @@ class _WindowOp(_WeightedOp, abc.ABC):
         dilations: Sequence[int] = (1, 1),
         groups: int = 1,
         result_type: Attribute | None = None,
+        pad_value: int | None = None,
         **extra: Sequence[int],
     ):
-        """`extra`: the op's further window properties (conv_transpose2d's output_padding)."""
+        """`extra`: the op's further window properties (conv_transpose2d's output_padding);
+        `pad_value`: what an integer convolution pads its input with (its zero point)."""
         if result_type is None:
             shape = self.output_shape(
                 shape_of(input), shape_of(weight), strides, pads, dilations, groups, **extra
             )
-            result_type = tensor_type(element_type_of(input), shape)
+            integer = isinstance(element_type_of(input), IntegerType)
+            result_type = tensor_type(i32 if integer else element_type_of(input), shape)
         extra_properties = {name: i64_array(values) for name, values in extra.items()}
+        if pad_value is not None:
+            extra_properties["pad_value"] = IntegerAttr(int(pad_value), i64)
         self._build(input, weight, bias, result_type,
                     self._window_properties(strides, pads, dilations, groups, **extra_properties))
 
@@ -115,6 +151,24 @@ class _WindowOp(_WeightedOp, abc.ABC):
         self._expect_len("dilations", dilations, 2, 1)
         return strides, pads, dilations, groups
 
+    @property
+    def input_pad_value(self) -> int:
+        """What the input is padded with: `pad_value` (integer convolutions), else 0."""
+        value = self.properties.get("pad_value")
+        return value.value.data if isinstance(value, IntegerAttr) else 0
+
+    def _verify_pad_value(self) -> None:
+        """`pad_value` only on an integer convolution, inside its input's range."""
+        value = self.properties.get("pad_value")
+        if value is None:
+            return
+        if not is_integer_layer(self):
+            raise self._fail("pad_value is only for integer convolutions (a float one pads with 0)")
+        lo, hi = integer_range(element_type_of(self.input))
+        if not lo <= value.value.data <= hi:
+            raise self._fail(f"pad_value {value.value.data} is not a value of "
+                             f"{element_type_of(self.input)}")
+
     def _expect_window_result(self, window: tuple, what: str, **extra: Sequence[int]) -> None:
         """The result has the op's `output_shape` for `window` (from `_verify_window`) and
         `extra`, which must not be empty (`what` opens that error)."""
@@ -126,9 +180,14 @@ class _WindowOp(_WeightedOp, abc.ABC):
 
 @irdl_op_definition
 class Conv2dOp(_WindowOp):
-    """2-D convolution, NCHW data, OIHW weights, optional bias [O], grouped and dilated."""
+    """2-D convolution, NCHW data, OIHW weights, optional bias [O], grouped and dilated.
+
+    On integers (a quantized layer) it sums products in i32 and pads its input with
+    `pad_value` (the input's zero point; 0 if absent)."""
 
     name = "graph.conv2d"
+
+    pad_value = opt_prop_def(IntegerAttr.constr(type=base(IntegerType)))
 
     @staticmethod
     def output_shape(input_shape, weight_shape, strides, pads, dilations, groups, **extra):
@@ -152,6 +211,7 @@ class Conv2dOp(_WindowOp):
         if out_channels % groups:
             raise self._fail(f"{out_channels} output channels are not divisible by {groups} groups")
         self._expect_bias((out_channels,))
+        self._verify_pad_value()
         self._expect_window_result(window, "kernel does not fit: ")
 
 
@@ -166,9 +226,12 @@ class Conv2dNchwcOp(_WindowOp):
     or the number of channel blocks, one group per block (O = C, ci = co): weight
     [C/co][1][KH][KW][ci][co], output block b reading input block b only (a grouped
     convolution whose groups are narrower than a block has zeros between them).
+    Integer operands as for graph.conv2d (i32 sums, padded with `pad_value`).
     """
 
     name = "graph.conv2d_nchwc"
+
+    pad_value = opt_prop_def(IntegerAttr.constr(type=base(IntegerType)))
 
     @staticmethod
     def output_shape(input_shape, weight_shape, strides, pads, dilations, groups, **extra):
@@ -201,6 +264,7 @@ class Conv2dNchwcOp(_WindowOp):
             raise self._fail(f"expected groups 1, {cb} (one per channel block) or {channels} "
                              f"(depthwise) but got {groups}")
         self._expect_bias((ob, co))
+        self._verify_pad_value()
         self._expect_window_result(window, "kernel does not fit: ")
 
 
@@ -220,7 +284,8 @@ class DenseOp(_WeightedOp):
     ):
         if result_type is None:
             shape = (shape_of(input)[0], shape_of(weight)[0])
-            result_type = tensor_type(input.type.element_type, shape)  # pyright: ignore
+            element = element_type_of(input)
+            result_type = tensor_type(i32 if isinstance(element, IntegerType) else element, shape)
         self._build(input, weight, bias, result_type)
 
     def verify_shapes(self) -> None:
@@ -235,7 +300,8 @@ class DenseOp(_WeightedOp):
 
 @irdl_op_definition
 class MatmulOp(LhsRhsOperation):
-    """numpy matmul of rank >= 2 tensors, broadcasting the batch dimensions."""
+    """numpy matmul of rank >= 2 tensors, broadcasting the batch dimensions; integer
+    operands accumulate in i32 (as graph.dense's)."""
 
     name = "graph.matmul"
     pattern_kind = pattern_kind_def(PatternKind.OUT_ELEMWISE_FUSABLE)
@@ -244,8 +310,15 @@ class MatmulOp(LhsRhsOperation):
         if result_type is None:
             shape = matmul_output_shape(shape_of(lhs), shape_of(rhs))
             assert shape is not None, "graph.matmul: incompatible operand shapes"
-            result_type = tensor_type(lhs.type.element_type, shape)  # pyright: ignore
+            element = element_type_of(lhs)
+            result_type = tensor_type(i32 if isinstance(element, IntegerType) else element, shape)
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_element_types(self) -> None:
+        if is_integer_layer(self):
+            _verify_integer_layer(self, self.lhs, self.rhs, None)
+        else:
+            super().verify_element_types()
 
     def verify_shapes(self) -> None:
         a, b = shape_of(self.lhs), shape_of(self.rhs)

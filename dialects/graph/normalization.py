@@ -6,7 +6,7 @@ import abc
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, i1, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr, TensorType, i1, i64
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     VarConstraint,
@@ -27,7 +27,7 @@ from xweave.dialects.graph.base import (
 )
 from xweave.dialects.graph.properties import f64_attr, f64_prop, i64_array, i64_array_prop, int_prop
 from xweave.dialects.graph.shapes import broadcast_shape, reduce_output_shape
-from xweave.dialects.graph.tensors import shape_of
+from xweave.dialects.graph.tensors import element_type_of, shape_of
 
 
 class _SoftmaxOperation(GraphOperation, abc.ABC):
@@ -71,7 +71,8 @@ REDUCE_KINDS = ("sum", "mean", "max", "min", "prod")
 
 @irdl_op_definition
 class ReduceOp(TensorToTensorOperation):
-    """Reduce `axes` (sorted, non-negative) by `kind`; `keepdims` keeps them as 1s."""
+    """Reduce `axes` (sorted, non-negative) by `kind`; `keepdims` keeps them as 1s.
+    Integers reduce too, by every kind but mean (a sum wraps as the type's adds do)."""
 
     name = "graph.reduce"
     pattern_kind = pattern_kind_def(PatternKind.REDUCTION)
@@ -87,9 +88,10 @@ class ReduceOp(TensorToTensorOperation):
                     keepdims=IntegerAttr(int(keepdims), i1))
 
     def verify_shapes(self) -> None:
-        self._expect_element("input", self.input, "float")
         if self.kind.data not in REDUCE_KINDS:
             raise self._fail(f"kind must be one of {list(REDUCE_KINDS)} but got '{self.kind.data}'")
+        if self.kind.data == "mean" or not isinstance(element_type_of(self.input), IntegerType):
+            self._expect_element("input", self.input, "float")
         rank, axes = len(shape_of(self.input)), list(self.axes.get_values())
         if not axes:
             raise self._fail("expected at least one axis")

@@ -13,7 +13,7 @@ from xdsl.interpreter import Interpreter
 from xdsl.interpreters import arith, builtin, func, scf
 
 from xweave.dialects.interpreters.graph import GraphFunctions
-from xweave.dialects.interpreters.loop import LoopFunctions
+from xweave.dialects.interpreters.loop import LoopFunctions, LoopVectorMathFunctions
 from xweave.dialects.interpreters.te import TeFunctions
 
 
@@ -28,7 +28,7 @@ def make_interpreter(module: ModuleOp) -> Interpreter:
     ):
         interpreter.register_implementations(impls)
     # xweave's own function sets may override upstream ones to work on numpy values.
-    for impls in (GraphFunctions(), TeFunctions(), LoopFunctions()):
+    for impls in (GraphFunctions(), TeFunctions(), LoopFunctions(), LoopVectorMathFunctions()):
         interpreter.register_implementations(impls, override=True)
     return interpreter
 

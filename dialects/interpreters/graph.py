@@ -18,7 +18,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 
 from xweave.dialects import graph
-from xweave.dialects.dtypes import numpy_dtype
+from xweave.dialects.dtypes import integer_range, numpy_dtype
 from xweave.dialects.graph.constants import constant_value
 from xweave.dialects.graph.shapes import window2d_output_size, window_output_size
 from xweave.dialects.graph.winograd import winograd_tiles
@@ -115,13 +115,20 @@ def conv2d(
     pads: tuple[int, ...],
     dilations: tuple[int, ...],
     groups: int,
+    pad_value: int = 0,
 ) -> np.ndarray:
-    """NCHW x OIHW grouped convolution by im2col and one batched matmul."""
+    """NCHW x OIHW grouped convolution by im2col and one batched matmul; integer
+    operands are summed exactly (in int64, then wrapped to the result's int32 by the
+    caller), their input padded with `pad_value`."""
+    if x.dtype.kind in "iu":
+        x, w = x.astype(np.int64), w.astype(np.int64)
+        b = None if b is None else b.astype(np.int64)
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = window_output_size(h, kh, strides[0], pads[0], pads[2], dilations[0])
     ow = window_output_size(wd, kw, strides[1], pads[1], pads[3], dilations[1])
-    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])),
+                constant_values=pad_value)
     cols = _windows(xp, (kh, kw), strides, dilations, (oh, ow))  # N C OH OW KH KW
     cols = cols.reshape(n, groups, cg, oh, ow, kh, kw)
     cols = cols.transpose(1, 0, 3, 4, 2, 5, 6).reshape(groups, n * oh * ow, cg * kh * kw)
@@ -134,9 +141,11 @@ def conv2d(
 
 
 def max_pool2d(x, kernel, strides, pads, dilations, ceil_mode) -> np.ndarray:
-    """Max over each window; padding is -inf so it never wins."""
+    """Max over each window; padding is -inf (an integer type's least value) so it
+    never wins."""
     out_hw = window2d_output_size(x.shape[2:], kernel, strides, pads, dilations, ceil_mode)
-    xp = _pad_for_windows(x, pads, kernel, strides, dilations, out_hw, -np.inf)
+    lowest = np.iinfo(x.dtype).min if x.dtype.kind in "iu" else -np.inf
+    xp = _pad_for_windows(x, pads, kernel, strides, dilations, out_hw, lowest)
     return _windows(xp, kernel, strides, dilations, out_hw).max(axis=(4, 5))
 
 
@@ -158,6 +167,27 @@ def avg_pool2d(x, kernel, strides, pads, ceil_mode, count_include_pad) -> np.nda
         mask[:, :, pads[0] : pads[0] + h, pads[1] : pads[1] + w] = 1
     counts = _windows(mask, kernel, strides, ones, out_hw).sum(axis=(4, 5))
     return sums / counts
+
+
+def _exact(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Integer operands as int64 (summed exactly); float ones unchanged."""
+    return [a.astype(np.int64) if a.dtype.kind in "iu" else a for a in arrays]
+
+
+def _wrapped(op: Operation, y: np.ndarray) -> np.ndarray:
+    """An exact integer result as the op's (int32) result: wrapped, as i32 adds wrap."""
+    element = op.results[0].type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+    return y.astype(numpy_dtype(element)) if y.dtype.kind in "iu" else y
+
+
+def _saturate(op: Operation, scaled: np.ndarray, zero_point: np.ndarray) -> np.ndarray:
+    """round_half_even(scaled) + zero_point, saturated to the result's integer type
+    (float32 `scaled`; NaN saturates to the low end, as onnxruntime's MLAS does)."""
+    element = op.results[0].type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+    lo, hi = integer_range(element)
+    values = np.rint(scaled.astype(np.float64)) + zero_point.astype(np.float64)
+    values = np.clip(np.nan_to_num(values, nan=lo, posinf=hi, neginf=lo), lo, hi)
+    return values.astype(numpy_dtype(element))
 
 
 # --------------------------------------------------------------------------------------
@@ -333,8 +363,9 @@ class GraphFunctions(InterpreterFunctions):
             bias[0].reshape(ob * co) if bias else None,
             *_conv_window(op),
             op.groups.value.data,
+            op.input_pad_value,
         )
-        return _result(op, transform_array(y, "NCHW", f"NCHW{co}c"))
+        return _result(op, _wrapped(op, transform_array(y, "NCHW", f"NCHW{co}c")))
 
     @impl(graph.WinogradInputTransformOp)
     def run_winograd_input_transform(self, interpreter: Interpreter,
@@ -464,18 +495,40 @@ class GraphFunctions(InterpreterFunctions):
     @impl(graph.Conv2dOp)
     def run_conv2d(self, interpreter: Interpreter, op: graph.Conv2dOp, args: PythonValues):
         x, w, *bias = args
-        y = conv2d(x, w, bias[0] if bias else None, *_conv_window(op), op.groups.value.data)
-        return _result(op, y)
+        y = conv2d(x, w, bias[0] if bias else None, *_conv_window(op), op.groups.value.data,
+                   op.input_pad_value)
+        return _result(op, _wrapped(op, y))
 
     @impl(graph.DenseOp)
     def run_dense(self, interpreter: Interpreter, op: graph.DenseOp, args: PythonValues):
-        x, w, *bias = args
+        x, w, *bias = _exact(args)
         y = x @ w.T
-        return _result(op, y + bias[0] if bias else y)
+        return _result(op, _wrapped(op, y + bias[0] if bias else y))
 
     @impl(graph.MatmulOp)
     def run_matmul(self, interpreter: Interpreter, op: graph.MatmulOp, args: PythonValues):
-        return _result(op, np.matmul(args[0], args[1]))
+        return _result(op, _wrapped(op, np.matmul(*_exact(args))))
+
+    @impl(graph.QuantizeOp)
+    def run_quantize(self, interpreter: Interpreter, op: graph.QuantizeOp, args: PythonValues):
+        x, scale, zero_point = args
+        with np.errstate(all="ignore"):
+            return _result(op, _saturate(op, np.float32(x) / np.float32(scale), zero_point))
+
+    @impl(graph.DequantizeOp)
+    def run_dequantize(self, interpreter: Interpreter, op: graph.DequantizeOp,
+                       args: PythonValues):
+        x, scale, zero_point = args
+        shifted = x.astype(np.int64) - zero_point.astype(np.int64)
+        return _result(op, shifted.astype(np.int32).astype(np.float32) * np.float32(scale))
+
+    @impl(graph.RequantizeOp)
+    def run_requantize(self, interpreter: Interpreter, op: graph.RequantizeOp,
+                       args: PythonValues):
+        acc, scale, zero_point = args
+        with np.errstate(all="ignore"):
+            return _result(op, _saturate(op, acc.astype(np.float32) * np.float32(scale),
+                                         zero_point))
 
     @impl(graph.MaxPool2dOp)
     def run_max_pool2d(self, interpreter: Interpreter, op: graph.MaxPool2dOp, args: PythonValues):

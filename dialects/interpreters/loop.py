@@ -19,6 +19,7 @@ import numpy as np
 from xdsl.dialects import arith, math, memref, vector
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    Signedness,
     DenseResourceAttr,
     FloatAttr,
     IndexType,
@@ -257,12 +258,13 @@ class LoopFunctions(InterpreterFunctions):
         buffer, *indices = args
         where = _access(op, buffer, indices)
         value = buffer[where]
-        return (value.copy() if op.vector_type is not None else value,)
+        return (value.reshape(-1).copy() if op.vector_type is not None else value,)
 
     @impl(loop.StoreOp)
     def run_store(self, interpreter: Interpreter, op: loop.StoreOp, args: PythonValues):
         value, buffer, *indices = args
-        buffer[_access(op, buffer, indices)] = value
+        where = _access(op, buffer, indices)
+        buffer[where] = np.reshape(value, buffer[where].shape) if op.vector_type else value
         return ()
 
     @impl(loop.PrefetchOp)
@@ -377,6 +379,55 @@ class LoopFunctions(InterpreterFunctions):
     def run_extui(self, interpreter: Interpreter, op: arith.ExtUIOp, args: PythonValues):
         return (_cast(_unsigned(args[0], op.input.type), op.result.type),)
 
+    @impl(arith.MaxUIOp)
+    def run_maxui(self, interpreter: Interpreter, op: arith.MaxUIOp, args: PythonValues):
+        a, b = (_unsigned(v, op.lhs.type) for v in args)
+        return (_cast(np.maximum(a, b), op.result.type),)
+
+    @impl(arith.MinUIOp)
+    def run_minui(self, interpreter: Interpreter, op: arith.MinUIOp, args: PythonValues):
+        a, b = (_unsigned(v, op.lhs.type) for v in args)
+        return (_cast(np.minimum(a, b), op.result.type),)
+
+
+def _saturated(value: Any, type: Attribute) -> Any:
+    """A float (or floats) converted to the integer `type`, saturating (NaN: 0)."""
+    element = type.element_type if isinstance(type, VectorType) else type
+    info = np.iinfo(numpy_dtype(element))
+    clean = np.nan_to_num(np.trunc(np.asarray(value, np.float64)), nan=0.0)
+    return _cast(np.clip(clean, info.min, info.max), type)
+
+
+@register_impls
+class LoopVectorMathFunctions(InterpreterFunctions):
+    """`loop.convert` and `loop.dot` (dialects/loop/vector_math.py)."""
+
+    @impl(loop.ConvertOp)
+    def run_convert(self, interpreter: Interpreter, op: loop.ConvertOp, args: PythonValues):
+        (value,), kind, target = args, op.kind.data, op.result.type
+        if kind in ("extui", "uitofp"):
+            value = _unsigned(value, op.input.type)
+        if kind == "fptoui":
+            unsigned = target.element_type if isinstance(target, VectorType) else target
+            info_type = IntegerType(unsigned.width.data, Signedness.UNSIGNED)  # pyright: ignore
+            bits = _saturated(value, VectorType(info_type, target.get_shape())  # pyright: ignore
+                              if isinstance(target, VectorType) else info_type)
+            return (_cast(bits, target),)
+        if kind == "fptosi":
+            return (_saturated(value, target),)
+        with np.errstate(all="ignore"):
+            return (_cast(value, target),)
+
+    @impl(loop.DotOp)
+    def run_dot(self, interpreter: Interpreter, op: loop.DotOp, args: PythonValues):
+        acc, a, b = args
+        group = op.group
+        a_values = _unsigned(a, op.a.type) if op.a.type.element_type.width.data == 8 else a  # pyright: ignore
+        products = (np.asarray(a_values).astype(np.int64)
+                    * np.asarray(b).astype(np.int64).reshape(op.lanes, group))
+        total = np.asarray(acc).astype(np.int64) + products.sum(axis=1)
+        return (_cast(total, op.result.type),)
+
 
 for _op_type, _fn in NUMPY_FUNCTIONS.items():
     _name = f"run_{_op_type.name.replace('.', '_')}"
@@ -393,6 +444,14 @@ def _access(op: loop.LoadOp | loop.StoreOp, buffer: np.ndarray, indices: list[An
     values = [int(i) for i in indices]
     where = affine_map.eval(values[: affine_map.num_dims], values[affine_map.num_dims :])
     length = op.vector_type.get_shape()[0] if op.vector_type is not None else 1
+    if where and length > buffer.shape[-1]:  # whole rows of the last dimension
+        rows = length // buffer.shape[-1]
+        ends = [i + 1 for i in where[:-2]] + [where[-2] + rows, buffer.shape[-1]]
+        if any(i < 0 for i in where) or any(e > d for e, d in zip(ends, buffer.shape)):
+            raise InterpretationError(
+                f"{op.name}: rows {where[-2]}..{where[-2] + rows - 1} of a buffer of shape "
+                f"{list(buffer.shape)} are out of bounds")
+        return (*where[:-2], slice(where[-2], where[-2] + rows), slice(None))
     ends = [i + 1 for i in where[:-1]] + [where[-1] + length] if where else []
     if any(i < 0 for i in where) or any(e > d for e, d in zip(ends, buffer.shape)):
         extent = f" (+{length} lanes)" if op.vector_type is not None else ""

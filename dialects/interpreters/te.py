@@ -86,9 +86,9 @@ _FUNCTIONS: dict[type[Operation], Callable] = {
     **MATH_FUNCTIONS,
     **FLOAT_FUNCTIONS,
     arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
-    arith.DivSIOp: _divsi, arith.DivUIOp: np.floor_divide,
+    arith.DivSIOp: _divsi,
     arith.FloorDivSIOp: np.floor_divide, arith.CeilDivSIOp: lambda a, b: -(-a // b),
-    arith.RemSIOp: np.fmod, arith.RemUIOp: np.remainder,
+    arith.RemSIOp: np.fmod,
     arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
     arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
     arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift,
@@ -101,8 +101,24 @@ _CASTS = (
 )
 
 
+def _unsigned(value, typ: Attribute):
+    """A signless integer (array) of type `typ`, its bits read as unsigned."""
+    return np.asarray(value).astype(numpy_dtype(typ)).view(f"u{numpy_dtype(typ).itemsize}")
+
+
+_UNSIGNED_FUNCTIONS: dict[type[Operation], Callable] = {
+    arith.ExtUIOp: lambda a: a, arith.UIToFPOp: lambda a: a,
+    arith.MaxUIOp: np.maximum, arith.MinUIOp: np.minimum,
+    arith.DivUIOp: np.floor_divide, arith.RemUIOp: np.remainder,
+}
+"""Ops reading their integer operands as unsigned (then cast to the result type)."""
+
+
 def _run_scalar_op(op: Operation, args: list):
     """One body op applied elementwise to (broadcastable) numpy operands."""
+    if type(op) in _UNSIGNED_FUNCTIONS:
+        unsigned = [_unsigned(a, v.type) for a, v in zip(args, op.operands)]
+        return _UNSIGNED_FUNCTIONS[type(op)](*unsigned)
     if type(op) in _FUNCTIONS:
         return _FUNCTIONS[type(op)](*args)
     if isinstance(op, _CASTS):
@@ -185,6 +201,8 @@ def _evaluate(op: te.ComputeOp, lookup, ranges: list[tuple[int, int]]) -> np.nda
     dtype = numpy_dtype(result_type.element_type)
     if op.reducer is not None:
         axes = tuple(range(len(ranges), rank))
+        if dtype.kind in "iu":  # (signless values of an unsigned result: its bits)
+            values = values.astype(dtype)
         values = _REDUCE[op.reducer.data].reduce(values, axis=axes, dtype=dtype)
     return np.array(values, dtype=dtype)
 

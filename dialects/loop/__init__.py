@@ -23,7 +23,8 @@ buffers to registers). Scalar math is `arith`/`math`, conditionals `scf.if`, and
 The ops and attributes are importable from here; each concept has its module:
 `attributes` (loop kinds, memory scopes), `loops`, `buffers` (allocation, globals,
 views, buffer sizes), `access` (loads, stores, prefetches), `affine_syntax`,
-`accelerator` (intrinsic calls, dependency tokens) and `kernels`.
+`accelerator` (intrinsic calls, dependency tokens), `vector_math` (conversions of
+vectors, integer dot products) and `kernels`.
 """
 
 from __future__ import annotations
@@ -54,10 +55,11 @@ from xweave.dialects.loop.buffers import (
 )
 from xweave.dialects.loop.kernels import KERNEL_ATTR, is_kernel, mark_kernel
 from xweave.dialects.loop.loops import ForOp, YieldOp
+from xweave.dialects.loop.vector_math import CONVERSIONS, ConvertOp, DotOp
 
 __all__ = [
-    "GLOBAL_SCOPE", "INT64_MAX", "INT64_MIN", "KERNEL_ATTR", "LOCAL_SCOPE", "AllocOp",
-    "DepPopOp", "DepPushOp", "ForKind", "ForKindAttr", "ForOp", "GetGlobalOp", "GlobalOp",
+    "CONVERSIONS", "GLOBAL_SCOPE", "INT64_MAX", "INT64_MIN", "KERNEL_ATTR", "LOCAL_SCOPE",
+    "AllocOp", "ConvertOp", "DepPopOp", "DepPushOp", "DotOp", "ForKind", "ForKindAttr", "ForOp", "GetGlobalOp", "GlobalOp",
     "IntrinsicOp", "LoadOp", "Loop", "MemoryAccess", "PrefetchOp", "ScopeAttr", "StoreOp",
     "ViewOp", "YieldOp", "buffer_bytes", "element_bytes", "i64_attr", "is_kernel",
     "mark_kernel", "parse_i64", "scope_of",
@@ -66,6 +68,6 @@ __all__ = [
 Loop = Dialect(
     "loop",
     [ForOp, YieldOp, AllocOp, GlobalOp, GetGlobalOp, LoadOp, StoreOp, PrefetchOp, ViewOp,
-     IntrinsicOp, DepPushOp, DepPopOp],
+     IntrinsicOp, DepPushOp, DepPopOp, ConvertOp, DotOp],
     [ForKindAttr, ScopeAttr],
 )

@@ -23,6 +23,7 @@ from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 from xdsl.utils.exceptions import VerifyException
 
+from xweave.dialects.dtypes import value_type
 from xweave.dialects.loop.affine_syntax import print_affine_expr
 
 
@@ -44,7 +45,7 @@ def _verify_access(
             f"map {affine_map} has {len(affine_map.results)} results, "
             f"but the memref has rank {rank}"
         )
-    element_type = memref_type.get_element_type()
+    element_type = value_type(memref_type.get_element_type())
     if isinstance(access_type, VectorType):
         if access_type.element_type != element_type or access_type.get_num_dims() != 1:
             raise VerifyException(
@@ -55,10 +56,8 @@ def _verify_access(
             raise VerifyException(f"a vector {what} needs a memref of rank >= 1")
         length, last_dim = access_type.get_shape()[0], memref_type.get_shape()[-1]
         if length > last_dim:
-            raise VerifyException(
-                f"vector length {length} exceeds the last dimension {last_dim} "
-                f"of {memref_type}"
-            )
+            _verify_rows(affine_map, memref_type, length, what)
+            return
     elif access_type != element_type:
         raise VerifyException(
             f"{what} type {access_type} must be the element type "
@@ -66,6 +65,28 @@ def _verify_access(
         )
     length = access_type.get_shape()[0] if isinstance(access_type, VectorType) else 1
     _verify_constant_indices(affine_map, memref_type, length, what)
+
+
+def _verify_rows(affine_map: AffineMap, memref_type: MemRefType, length: int, what: str) -> None:
+    """A vector access longer than the last dimension: whole rows of it (`length` a
+    multiple of its size, from its index 0), within the dimension before."""
+    shape = memref_type.get_shape()
+    last = shape[-1]
+    rows = length // last if last > 0 else 0
+    if len(shape) < 2 or last <= 0 or length % last or rows > shape[-2]:
+        raise VerifyException(
+            f"vector length {length} exceeds the last dimension {last} of {memref_type} "
+            "and is not a number of its whole rows within the dimension before")
+    lead = affine_map.results[-1]
+    if not isinstance(lead, AffineConstantExpr) or lead.value != 0:
+        raise VerifyException(
+            f"a vector {what} of {rows} whole rows of {memref_type} must start at index 0 "
+            f"of the last dimension, not {lead}")
+    row = affine_map.results[-2]
+    if isinstance(row, AffineConstantExpr) and not 0 <= row.value <= shape[-2] - rows:
+        raise VerifyException(
+            f"constant index {row.value} of dimension {len(shape) - 2} is out of bounds for "
+            f"{memref_type} (a {what} of {rows} rows)")
 
 
 def _verify_constant_indices(
@@ -150,7 +171,8 @@ class LoadOp(MemoryAccess, IRDLOperation):
     name = "loop.load"
 
     result = result_def()
-    """The element, or a 1-D vector of consecutive elements along the last dimension."""
+    """The element, or a 1-D vector of consecutive elements along the last dimension
+    (or of whole rows of it, within the dimension before: a packed weight panel)."""
 
     traits = traits_def(MemoryReadEffect())
 
@@ -164,7 +186,7 @@ class LoadOp(MemoryAccess, IRDLOperation):
         """Read `memref[map(indices)]`; `map` defaults to the identity."""
         memref = SSAValue.get(memref)
         if result_type is None:
-            result_type = cast(MemRefType, memref.type).get_element_type()
+            result_type = value_type(cast(MemRefType, memref.type).get_element_type())
         super().__init__(
             operands=[memref, indices],
             result_types=[result_type],
@@ -244,10 +266,10 @@ class StoreOp(MemoryAccess, IRDLOperation):
         value = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         memref, map, indices, attributes = _parse_access(parser)
-        value_type = cast(MemRefType, memref.type).get_element_type()
+        stored = value_type(cast(MemRefType, memref.type).get_element_type())
         if parser.parse_optional_punctuation(",") is not None:
-            value_type = parser.parse_type()
-        op = cls(parser.resolve_operand(value, value_type), memref, indices, map)
+            stored = parser.parse_type()
+        op = cls(parser.resolve_operand(value, stored), memref, indices, map)
         op.attributes |= attributes
         return op
 
@@ -284,7 +306,7 @@ class PrefetchOp(MemoryAccess, IRDLOperation):
         return self.write is not None
 
     def verify_(self) -> None:
-        element_type = cast(MemRefType, self.memref.type).get_element_type()
+        element_type = value_type(cast(MemRefType, self.memref.type).get_element_type())
         _verify_access(self, cast(MemRefType, self.memref.type), element_type, "element")
 
     def print(self, printer: Printer) -> None:

@@ -7,6 +7,7 @@ import onnx
 from xdsl.ir import SSAValue
 
 from xweave.dialects import graph
+from xweave.dialects.graph.constants import constant_value
 from xweave.frontend.importer import Importer
 from xweave.frontend.registry import NodeCheck, onnx_op
 
@@ -47,7 +48,18 @@ def convert_gemm(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
         a = imp.emit(graph.TransposeOp(a, (1, 0)))
     addend: SSAValue | None = None  # beta * C when it is not a bias vector
 
-    if b_name in imp.constants:
+    dequantized = _dequantized_weight(imp, b_name, bool(attrs.get("transB", 0)))
+    if dequantized is not None and alpha == 1.0:
+        # Quantized weights (QDQ): graph.dense of the dequantized [N, K] constant, which
+        # graph-fold-qdq turns into an integer dense.
+        bias = None
+        if c_name is not None and beta == 1.0 and imp.shape(c_name) == (imp.shape_of_value(
+                dequantized)[0],):
+            bias = imp.value(c_name)
+        elif c_name is not None:
+            addend = _scaled(imp, imp.value(c_name), beta, "beta")
+        y = imp.emit(graph.DenseOp(a, dequantized, bias))
+    elif b_name in imp.constants:
         w = imp.constants[b_name].astype(np.float32)
         w = np.ascontiguousarray(w if attrs.get("transB", 0) else w.T) * np.float32(alpha)
         n = w.shape[0]
@@ -69,6 +81,29 @@ def convert_gemm(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
         if c_name is not None:
             addend = _scaled(imp, imp.value(c_name), beta, "beta")
     return y if addend is None else imp.emit(graph.AddOp(y, addend))
+
+
+def _dequantized_weight(imp: Importer, name: str, transposed: bool) -> SSAValue | None:
+    """B of a Gemm as graph.dense's [N, K] weight when it is a dequantized 2-D constant
+    (per tensor, or per row of [N, K]): a new dequantize of the (transposed) integers."""
+    value = imp.values.get(name)
+    owner = None if value is None else value.owner
+    if not isinstance(owner, graph.DequantizeOp):
+        return None
+    q, scale, zero = (o.owner for o in owner.operands)
+    if not all(isinstance(o, graph.ConstantOp) for o in (q, scale, zero)):
+        return None
+    qa, sa, za = (constant_value(o) for o in (q, scale, zero))  # pyright: ignore[reportArgumentType]
+    if qa.ndim != 2 or sa.shape != za.shape:
+        return None
+    if not transposed:
+        qa, sa, za = qa.T, sa.T if sa.ndim == 2 else sa, za.T if za.ndim == 2 else za
+    n = qa.shape[0]
+    if sa.size != 1 and sa.shape != (n, 1):
+        return None
+    return imp.emit(graph.DequantizeOp(imp.constant(name, np.ascontiguousarray(qa)),
+                                       imp.constant(f"{name}_scale", np.array(sa)),
+                                       imp.constant(f"{name}_zero_point", np.array(za))))
 
 
 def _scaled(imp: Importer, value: SSAValue, factor: float, name: str) -> SSAValue:

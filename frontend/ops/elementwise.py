@@ -207,15 +207,16 @@ def _cast_to(imp: Importer, node: onnx.NodeProto, name: str, target: np.dtype) -
     source = imp.dtype(name)
     if source == target:
         return imp.value(name)
-    if target not in (np.float32, np.int64, np.int32, np.bool_) or (
-            source not in (np.float32, np.int64, np.int32, np.bool_)):
+    kinds = (np.float32, np.int64, np.int32, np.bool_, np.uint8, np.int8)
+    if target not in kinds or source not in kinds:
         raise imp.unsupported(node, f"a cast from {source} to {target} of run-time data")
     return imp.emit(graph.CastOp(imp.value(name), element_type(target)))
 
 
 @onnx_op("Cast")
 def convert_cast(imp: Importer, node: onnx.NodeProto, attrs: dict) -> SSAValue:
-    """A cast between float32, int64, int32 and bool."""
+    """A cast between float32, int64, int32, uint8, int8 and bool (a float out of an
+    integer type's range has no defined result, as in ONNX)."""
     target = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(attrs["to"]))
     return _cast_to(imp, node, node.input[0], target)
 

@@ -84,7 +84,16 @@
 %i = "test.op"() : () -> index
 %v = "loop.load"(%A, %i, %i) <{map = affine_map<(d0, d1) -> (d0, d1)>}> : (memref<4x16xf32>, index, index) -> vector<32xf32>
 
-// CHECK: vector length 32 exceeds the last dimension 16 of memref<4x16xf32>
+// A vector longer than the last dimension reads whole rows, from index 0 of it.
+// CHECK: a vector result of 2 whole rows of memref<4x16xf32> must start at index 0 of the last dimension, not d1
+
+// -----
+
+%A = "test.op"() : () -> memref<4x16xf32>
+%i = "test.op"() : () -> index
+%v = "loop.load"(%A, %i) <{map = affine_map<(d0) -> (d0, 0)>}> : (memref<4x16xf32>, index) -> vector<24xf32>
+
+// CHECK: vector length 24 exceeds the last dimension 16 of memref<4x16xf32> and is not a number of its whole rows within the dimension before
 
 // -----
 
