@@ -514,9 +514,9 @@ MEM = MemRefType(f32, [4, 16])
         ),
         (
             lambda: LoadOp(
-                create_ssa_value(MEM), [], AffineMap.point_map(0, 0), VectorType(f32, [32])
+                create_ssa_value(MEM), [], AffineMap.point_map(0, 0), VectorType(f32, [24])
             ),
-            "vector length 32 exceeds the last dimension 16",
+            "vector length 24 exceeds the last dimension 16",
         ),
         (
             lambda: StoreOp(
@@ -540,6 +540,17 @@ MEM = MemRefType(f32, [4, 16])
 def test_verifier_errors(make, message):
     with pytest.raises(VerifyException, match=message):
         make().verify()
+
+
+def test_a_vector_access_may_span_whole_rows():
+    """A packed weight panel: two whole rows of a [4][16] buffer, from index 0."""
+    LoadOp(create_ssa_value(MEM), [], AffineMap.point_map(2, 0), VectorType(f32, [32])).verify()
+    with pytest.raises(VerifyException, match="must start at index 0"):
+        LoadOp(create_ssa_value(MEM), [], AffineMap.point_map(0, 8),
+               VectorType(f32, [32])).verify()
+    with pytest.raises(VerifyException, match="out of bounds"):
+        LoadOp(create_ssa_value(MEM), [], AffineMap.point_map(3, 0),
+               VectorType(f32, [32])).verify()
 
 
 def test_get_global_must_name_a_global_of_its_type():
