@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import contextlib
 import hashlib
+import mmap
 import json
 import logging
 import os
@@ -193,6 +195,13 @@ def _file_digest(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def _mapped(f) -> mmap.mmap | contextlib.nullcontext:
+    """The open file `f` mapped read-only (an empty file, which cannot be mapped: b"")."""
+    if os.fstat(f.fileno()).st_size == 0:
+        return contextlib.nullcontext(b"")
+    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
 def _model_digest(model: Any) -> dict[str, Any]:
     # (lazy imports: a cache hit of a model file loads neither onnx nor the compiler; an
     # in-memory model brings its library along)
@@ -215,11 +224,13 @@ def _model_digest(model: Any) -> dict[str, Any]:
     try:
         if path.suffix == ".mlir":
             return {"mlir": _file_digest(path)}
-        data = path.read_bytes()
-        # Parsing a large model costs more than the rest of a cache hit: only a file that
-        # holds an external data entry's key (`location`, a protobuf string) is parsed.
-        external = _external_data(_parse_onnx(data)) if b"\x0a\x08location" in data else []
-        return {"onnx": hashlib.sha256(data).hexdigest(),
+        with open(path, "rb") as f, _mapped(f) as data:  # (hashed in place, not copied)
+            # Parsing a large model costs more than the rest of a cache hit: only a file
+            # that holds an external data entry's key (`location`, a protobuf string) is.
+            external = _external_data(_parse_onnx(bytes(data))) \
+                if data.find(b"\x0a\x08location") >= 0 else []
+            digest = hashlib.sha256(data).hexdigest()
+        return {"onnx": digest,
                 "external": {name: _file_digest(path.parent / name) for name in external}}
     except Exception as e:  # unreadable: the build reports it, uncached
         raise Uncacheable(f"{path}: {type(e).__name__}") from e

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import io
 import json
 import os
 import time
@@ -23,7 +22,7 @@ from xweave.runtime.jit import JITError, load_object, missing_cpu_features
 from xweave.runtime.library_export import export_library
 from xweave.runtime.profile import Profile, ProfileError, ProfileSlot, run_profile
 from xweave.runtime.threads import GOVERNOR
-from xweave.runtime.files import write_zip_atomically
+from xweave.runtime.files import npz_bytes, read_arrays, write_zip_atomically
 from xweave.target import Target, TargetError, host_cpu_name
 
 FORMAT_VERSION = 3
@@ -320,10 +319,8 @@ class CompiledModule:
         }
         if self.profile_slots is not None:
             manifest["profile"] = [s.to_json() for s in self.profile_slots]
-        params = io.BytesIO()
-        np.savez(params, **self.params)
         write_zip_atomically(path, manifest, {"module.o": self.object_bytes,
-                                              "params.npz": params.getvalue()})
+                                              "params.npz": npz_bytes(self.params)})
 
     def export_library(self, path: str | os.PathLike, cc: str | None = None) -> None:
         """Write one shared library (kernels, weights, call plan, signature and the C
@@ -513,11 +510,11 @@ def load_compiled(path: Path, zf: zipfile.ZipFile, manifest: dict) -> CompiledMo
     if hashlib.sha256(object_bytes).hexdigest() != digest:
         raise ModelError(f"{path}: module.o does not match the manifest's module_sha256 "
                          "(the file was modified or truncated)")
-    raw = _member(path, zf, "params.npz")
+    if "params.npz" not in zf.namelist():
+        raise ModelError(f"{path}: no 'params.npz' in the module")
     try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
-            params = {k: npz[k] for k in npz.files}
-    except Exception as e:  # a damaged .npz: anything zipfile/numpy raise
+        params = read_arrays(path, zf, "params.npz")  # (checked by their SHA-256 below)
+    except Exception as e:  # a damaged .npz: anything zipfile/numpy/struct raise
         raise ModelError(f"{path}: params.npz cannot be read ({type(e).__name__}: {e})") from None
     try:
         module = CompiledModule(object_bytes, params)
