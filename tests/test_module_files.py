@@ -325,3 +325,19 @@ def test_parameters_are_read_in_place_from_a_stored_member(tmp_path):
     loaded = xweave.load_module(compressed)
     assert not any(_mapped(a) for a in loaded.params.values())
     np.testing.assert_array_equal(loaded.run(x=x)[0], expected)
+
+
+def test_mapped_arrays_keep_shape_order_and_dtype(tmp_path):
+    """Empty, Fortran-ordered and one-byte arrays come back as written, aligned."""
+    arrays = {"empty": np.zeros((0, 3), np.float32), "fortran": np.asfortranarray(
+        np.arange(12.0).reshape(3, 4)), "bytes": np.arange(5, dtype=np.int8),
+        "zero_columns": np.zeros((2, 0))}
+    path = tmp_path / "arrays.zip"
+    files.write_zip_atomically(path, {}, {"p.npz": files.npz_bytes(arrays)})
+    with zipfile.ZipFile(path) as zf:
+        got = files.read_arrays(path, zf, "p.npz")
+    assert set(got) == set(arrays)
+    for name, array in arrays.items():
+        assert got[name].dtype == array.dtype and got[name].shape == array.shape
+        np.testing.assert_array_equal(got[name], array)
+        assert got[name].ctypes.data % files.ALIGNMENT == 0 or got[name].size == 0
