@@ -3,6 +3,7 @@ one behind, and their arrays read in place."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
@@ -153,8 +154,8 @@ class _Window(io.RawIOBase):
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: len(self.view)}[whence]
-        if base + offset < 0:
-            raise ValueError("negative seek position")
+        if base + offset < 0:  # (OSError, as a file raises: zipfile probes before the start)
+            raise OSError(errno.EINVAL, "negative seek position")
         self.position = base + offset
         return self.position
 

@@ -337,6 +337,9 @@ def test_mapped_arrays_keep_shape_order_and_dtype(tmp_path):
     with zipfile.ZipFile(path) as zf:
         got = files.read_arrays(path, zf, "p.npz")
     assert set(got) == set(arrays)
+    files.write_zip_atomically(path, {}, {"p.npz": files.npz_bytes({})})  # (22 bytes)
+    with zipfile.ZipFile(path) as zf:
+        assert files.read_arrays(path, zf, "p.npz") == {}
     for name, array in arrays.items():
         assert got[name].dtype == array.dtype and got[name].shape == array.shape
         np.testing.assert_array_equal(got[name], array)
