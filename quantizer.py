@@ -57,10 +57,12 @@ def _input_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def calibration_samples(source: str | Path | Mapping[str, np.ndarray],
-                        shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, np.ndarray]]:
-    """The samples of a calibration .npz (or {name: array}): per input, one array of the
-    input's shape or a stack of them along a leading axis."""
+def calibration_samples(source, inputs: Mapping[str, tuple[tuple[int, ...], object]]
+                        ) -> list[dict[str, np.ndarray]]:
+    """Calibration samples from an .npz path, a {name: array} dict or a list of dicts,
+    for model inputs {name: (shape, dtype)}: per input, one array of its shape or
+    several stacked along a leading axis, converted to its dtype. (VTA's calibration
+    reads them the same way: `passes.quantize.load_samples`.)"""
     if isinstance(source, (str, Path)):
         try:
             with np.load(source) as npz:
@@ -69,25 +71,31 @@ def calibration_samples(source: str | Path | Mapping[str, np.ndarray],
             raise
         except (ValueError, OSError) as e:
             raise InputError(f"{source}: cannot read calibration inputs as .npz ({e})") from None
-    missing = [n for n in shapes if n not in source]
-    if missing:
-        raise InputError("calibration inputs: missing " + ", ".join(
-            f"'{n}' (shape {list(shapes[n])})" for n in missing))
-    stacks, count = {}, None
-    for name, shape in shapes.items():
-        array = np.asarray(source[name], np.float32)
-        if array.shape == shape:
-            array = array[None]
-        elif array.shape[1:] != shape:
-            raise InputError(f"calibration input '{name}': expected shape {list(shape)} (or "
-                             f"[S, {', '.join(map(str, shape))}] for S samples), got {list(array.shape)}")
-        if count is not None and array.shape[0] != count:
-            raise InputError("calibration inputs hold different numbers of samples")
-        count = array.shape[0]
-        stacks[name] = array
-    if not count:
+    samples = [source] if isinstance(source, Mapping) else list(source)
+    out: list[dict[str, np.ndarray]] = []
+    for sample in samples:
+        missing = [name for name in inputs if name not in sample]
+        if missing:
+            raise InputError("calibration inputs: missing input(s) " + ", ".join(
+                f"'{name}' (expected shape {list(inputs[name][0])})" for name in missing))
+        count = None
+        arrays = {}
+        for name, (shape, dtype) in inputs.items():
+            a = np.asarray(sample[name])
+            if tuple(a.shape) == shape:
+                a = a[None]
+            elif tuple(a.shape[1:]) != shape:
+                raise InputError(
+                    f"calibration input '{name}': expected shape {list(shape)} "
+                    f"(or [S, {', '.join(map(str, shape))}] for S samples), got {list(a.shape)}")
+            if count is not None and a.shape[0] != count:
+                raise InputError("calibration inputs hold different numbers of samples")
+            count = a.shape[0]
+            arrays[name] = a.astype(dtype, copy=False)
+        out.extend({k: v[i] for k, v in arrays.items()} for i in range(count or 0))
+    if not out:
         raise InputError("calibration inputs: no samples")
-    return [{n: a[i] for n, a in stacks.items()} for i in range(count)]
+    return out
 
 
 def quantize_model(model: str | Path, calibration, output: str | Path, *,
@@ -101,7 +109,8 @@ def quantize_model(model: str | Path, calibration, output: str | Path, *,
         raise
     except Exception as e:  # a protobuf decode error names nothing useful
         raise ModelError(f"{model}: cannot read an ONNX model ({type(e).__name__})") from None
-    samples = calibration_samples(calibration, _input_shapes(loaded))
+    samples = calibration_samples(
+        calibration, {name: (shape, np.float32) for name, shape in _input_shapes(loaded).items()})
 
     class _Reader(quantization.CalibrationDataReader):
         def __init__(self) -> None:

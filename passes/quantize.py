@@ -37,9 +37,7 @@ Quantization happens in two steps, both on the graph dialect:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from xdsl.context import Context
@@ -67,7 +65,8 @@ from xweave.dialects import graph
 from xweave.dialects.dtypes import numpy_dtype
 from xweave.dialects.graph.constants import constant_value
 from xweave.dialects.interpreters import make_interpreter
-from xweave.errors import InputError, XweaveError
+from xweave.errors import XweaveError
+from xweave.quantizer import calibration_samples
 
 CALIBRATION_ATTR = "xweave.calibration"
 """On a conv2d/dense op: {input_absmax, output_absmax} measured on sample inputs."""
@@ -121,46 +120,11 @@ def quantizable(op: Operation, min_in_channels: int = 1) -> bool:
 
 
 def load_samples(source, module: ModuleOp) -> list[dict[str, np.ndarray]]:
-    """Calibration samples from a .npz path, a {name: array} dict or a list of dicts.
-
-    An array with one more leading dimension than the model's input holds several
-    samples (stacked along that dimension).
-    """
-    if isinstance(source, (str, Path)):
-        try:
-            with np.load(source) as npz:
-                source = {k: npz[k] for k in npz.files}
-        except FileNotFoundError:
-            raise
-        except (ValueError, OSError) as e:
-            raise InputError(f"{source}: cannot read calibration inputs as .npz ({e})") from None
-    samples = [source] if isinstance(source, Mapping) else list(source)
+    """Calibration samples for `module`'s inputs from a .npz path, a {name: array} dict
+    or a list of dicts (`quantizer.calibration_samples`: an array with one more leading
+    dimension than the model's input holds several samples)."""
     inputs = _input_specs(_main(module))
-    out: list[dict[str, np.ndarray]] = []
-    for sample in samples:
-        missing = [name for name, _, _ in inputs if name not in sample]
-        if missing:
-            raise InputError("calibration inputs: missing input(s) " + ", ".join(
-                f"'{name}' (expected shape {list(shape)})" for name, shape, _ in inputs
-                if name in missing))
-        count = None
-        arrays = {}
-        for name, shape, dtype in inputs:
-            a = np.asarray(sample[name])
-            if tuple(a.shape) == shape:
-                a = a[None]
-            elif tuple(a.shape[1:]) != shape:
-                raise InputError(
-                    f"calibration input '{name}': expected shape {list(shape)} "
-                    f"(or [S, {', '.join(map(str, shape))}] for S samples), got {list(a.shape)}")
-            if count is not None and a.shape[0] != count:
-                raise InputError("calibration inputs hold different numbers of samples")
-            count = a.shape[0]
-            arrays[name] = a.astype(dtype, copy=False)
-        out.extend({k: v[i] for k, v in arrays.items()} for i in range(count or 0))
-    if not out:
-        raise InputError("calibration inputs: no samples")
-    return out
+    return calibration_samples(source, {name: (shape, dtype) for name, shape, dtype in inputs})
 
 
 def _input_specs(main: func.FuncOp) -> list[tuple[str, tuple[int, ...], np.dtype]]:
