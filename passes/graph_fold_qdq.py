@@ -33,8 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i32
+from xdsl.dialects.builtin import ModuleOp, i32
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -47,21 +46,15 @@ from xdsl.pattern_rewriter import (
 
 from xweave.dialects import graph
 from xweave.dialects.dtypes import element_type, integer_range, numpy_dtype
-from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.constants import constant_operand, constant_value
 from xweave.dialects.graph.nn import is_integer_layer
 from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
 from xweave.passes.graph_fold_constants import constant_name
 
 
-def _constant(value: SSAValue | None) -> np.ndarray | None:
-    if value is not None and isinstance(value.owner, graph.ConstantOp):
-        return constant_value(value.owner)
-    return None
-
-
 def _params(op: graph.QuantizeOp | graph.DequantizeOp) -> tuple[np.ndarray, np.ndarray] | None:
     """(scale, zero point) of a quantization op, when both are constants."""
-    scale, zero = _constant(op.scale), _constant(op.zero_point)
+    scale, zero = constant_operand(op.scale), constant_operand(op.zero_point)
     if scale is None or zero is None:
         return None
     return scale, zero
@@ -131,7 +124,7 @@ class UnsignedActivations(RewritePattern):
         if not all(isinstance(u, graph.DequantizeOp) and u.input is op.result
                    and _same_params(u, op) for u in users):
             return
-        zero = _constant(op.zero_point)
+        zero = constant_operand(op.zero_point)
         if zero is None:
             return
         shifted = _new_constant(op.zero_point, "u8", (zero.astype(np.int16) + 128).astype(np.uint8))
@@ -179,7 +172,7 @@ class _IntegerLayer:
             return None
         x_params, y_params = _per_tensor(xd), _per_tensor(q)
         w_params = _params(wd)
-        w = _constant(wd.input)
+        w = constant_operand(wd.input)
         if x_params is None or y_params is None or w_params is None or w is None:
             return None
         if w.dtype not in (np.uint8, np.int8) or element_type_of(xd.input).width.data != 8:  # pyright: ignore
@@ -194,7 +187,7 @@ class _IntegerLayer:
         bias = np.zeros(channels, np.int64)
         if layer.bias is not None:
             bd = _dequantized(layer.bias)
-            b = None if bd is None else _constant(bd.input)
+            b = None if bd is None else constant_operand(bd.input)
             b_params = None if bd is None else _params(bd)
             if b is None or b_params is None or b.dtype != np.int32 or np.any(b_params[1]):
                 return None

@@ -34,14 +34,8 @@ from xdsl.pattern_rewriter import (
 )
 
 from xweave.dialects import graph
-from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.constants import constant_operand
 from xweave.passes.graph_fold_constants import constant_name
-
-
-def _constant(value: SSAValue | None) -> np.ndarray | None:
-    if value is not None and isinstance(value.owner, graph.ConstantOp):
-        return constant_value(value.owner)
-    return None
 
 
 def _per_channel(value: np.ndarray, result: SSAValue) -> np.ndarray | None:
@@ -66,7 +60,7 @@ def fold_affine_into_weights(
     """Replace `replaced`, which computes producer(x) * scale + shift per output
     channel, by `producer` with rescaled weights and bias. False if the weights or
     the bias are not constants or the producer's result has other users."""
-    weight, bias = _constant(producer.weight), _constant(producer.bias)
+    weight, bias = constant_operand(producer.weight), constant_operand(producer.bias)
     if weight is None or (producer.bias is not None and bias is None):
         return False
     if weight.dtype.kind in "iu":  # an integer layer: its bias is int32, its sums exact
@@ -111,7 +105,7 @@ class FoldBatchNorm(RewritePattern):
         producer = op.input.owner
         if not isinstance(producer, graph.Conv2dOp | graph.DenseOp):
             return
-        params = [_constant(v) for v in (op.scale, op.bias, op.mean, op.variance)]
+        params = [constant_operand(v) for v in (op.scale, op.bias, op.mean, op.variance)]
         if any(p is None for p in params):
             return
         scale, bias, mean, variance = (p.astype(np.float64) for p in params)  # pyright: ignore
@@ -134,7 +128,7 @@ class FoldChannelAffine(RewritePattern):
             producer = data.owner
             if not isinstance(producer, graph.Conv2dOp | graph.DenseOp):
                 continue
-            if (c := _constant(other)) is None or (c := _per_channel(c, data)) is None:
+            if (c := constant_operand(other)) is None or (c := _per_channel(c, data)) is None:
                 continue
             if op.result.type != data.type or (isinstance(op, graph.DivOp) and not c.all()):
                 continue

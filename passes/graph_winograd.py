@@ -30,7 +30,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import graph, loop
-from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.constants import constant_operand
 from xweave.dialects.graph.nn import is_integer_layer
 from xweave.dialects.graph.winograd import MAX_TILE
 from xweave.winograd import winograd_matrices
@@ -52,12 +52,6 @@ def _const(name: str, array: np.ndarray, before: Operation) -> SSAValue:
 def _shape(value: SSAValue) -> tuple[int, ...]:
     assert isinstance(value.type, TensorType)
     return tuple(value.type.get_shape())
-
-
-def _constant(value: SSAValue | None) -> np.ndarray | None:
-    if value is not None and isinstance(value.owner, graph.ConstantOp):
-        return constant_value(value.owner)
-    return None
 
 
 @dataclass(frozen=True)
@@ -86,8 +80,8 @@ class GraphWinogradPass(ModulePass):
             return False
         if is_integer_layer(conv):  # exact integer sums: no transform of the data
             return False
-        weight = _constant(conv.weight)
-        if weight is None or (conv.bias is not None and _constant(conv.bias) is None):
+        weight = constant_operand(conv.weight)
+        if weight is None or (conv.bias is not None and constant_operand(conv.bias) is None):
             return False
         shape = _shape(conv.weight)
         kh, kw = shape[2], shape[3]
@@ -101,7 +95,7 @@ class GraphWinogradPass(ModulePass):
 
     def rewrite(self, conv: graph.Conv2dOp | graph.Conv2dNchwcOp) -> None:
         m, a = self.tile, self.tile + 2
-        weight = _constant(conv.weight)
+        weight = constant_operand(conv.weight)
         assert weight is not None
         if weight.ndim == 6:  # [K/co][C/ci][3][3][ci][co] -> OIHW
             kb, cb, _, _, ci, co = weight.shape
@@ -119,7 +113,7 @@ class GraphWinogradPass(ModulePass):
         out = graph.WinogradOutputTransformOp(product.result, m, conv.results[0].type)
         Rewriter.insert_op(out, InsertPoint.before(conv))
         result = out.result
-        bias = _constant(conv.bias)
+        bias = constant_operand(conv.bias)
         if bias is not None:
             shape = (bias.shape[0], 1, 1) if bias.ndim == 1 else (bias.shape[0], 1, 1, bias.shape[1])
             add = graph.AddOp(result, _const(f"{base}_bias", bias.reshape(shape), conv))

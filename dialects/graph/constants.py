@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.interfaces import HasFolderInterface
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     ParamAttrConstraint,
     VarConstraint,
@@ -52,6 +52,14 @@ def _resource_handle(name: str, array: np.ndarray) -> str:
     digest.update(f"{array.dtype.str}{array.shape}".encode())
     digest.update(memoryview(array).cast("B"))
     return f"{safe}_{digest.hexdigest()}"
+
+
+def constant_operand(value: SSAValue | None) -> np.ndarray | None:
+    """`constant_value` of the op defining `value` if it is a `graph.constant`, else None
+    (also for an absent operand)."""
+    if value is not None and isinstance(value.owner, ConstantOp):
+        return constant_value(value.owner)
+    return None
 
 
 def constant_value(op: ConstantOp) -> np.ndarray:
