@@ -98,3 +98,12 @@ def integer_range(element: Attribute) -> tuple[int, int]:
     if is_unsigned(element):
         return 0, (1 << width) - 1
     return -(1 << (width - 1)), (1 << (width - 1)) - 1
+
+
+def narrowest(values: np.ndarray) -> np.ndarray:
+    """Integer `values` in the narrowest of int8, int16 and int32 that holds them."""
+    for dtype in (np.int8, np.int16):
+        info = np.iinfo(dtype)
+        if values.size == 0 or (values.min() >= info.min and values.max() <= info.max):
+            return values.astype(dtype)
+    return values.astype(np.int64).astype(np.int32)

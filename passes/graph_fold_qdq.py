@@ -45,7 +45,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from xweave.dialects import graph
-from xweave.dialects.dtypes import element_type, integer_range, numpy_dtype
+from xweave.dialects.dtypes import element_type, integer_range, narrowest, numpy_dtype
 from xweave.dialects.graph.constants import constant_operand, constant_value
 from xweave.dialects.graph.nn import is_integer_layer
 from xweave.dialects.graph.tensors import element_type_of, shape_of, tensor_type
@@ -96,15 +96,6 @@ def _new_constant(like: SSAValue, suffix: str, array: np.ndarray) -> graph.Const
     owner = like.owner
     name = constant_name(owner, suffix) if isinstance(owner, graph.ConstantOp) else suffix
     return _named(graph.ConstantOp.from_array(name, array), like, suffix)
-
-
-def narrowest(values: np.ndarray) -> np.ndarray:
-    """Integer `values` in the narrowest of int8, int16 and int32 holding them."""
-    for dtype in (np.int8, np.int16):
-        info = np.iinfo(dtype)
-        if values.size == 0 or (values.min() >= info.min and values.max() <= info.max):
-            return values.astype(dtype)
-    return values.astype(np.int64).astype(np.int32)
 
 
 # --------------------------------------------------------------------------------------
@@ -370,4 +361,4 @@ class GraphFoldQdqPass(ModulePass):
         ])).rewrite_module(op)
 
 
-__all__ = ["GraphFoldQdqPass", "narrowest"]
+__all__ = ["GraphFoldQdqPass"]

@@ -30,11 +30,11 @@ from math import prod
 
 import numpy as np
 import onnx
-from xdsl.dialects.builtin import f32, i32
+from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
 from xweave.dialects import graph
-from xweave.dialects.dtypes import element_type
+from xweave.dialects.dtypes import element_type, narrowest
 from xweave.errors import ModelError
 from xweave.frontend.importer import Importer, normalize_axes
 from xweave.frontend.onnx_checks import check_window
@@ -265,15 +265,6 @@ def convert_dynamic_quantize_linear(imp: Importer, node: onnx.NodeProto, attrs: 
 # --------------------------------------------------------------------------------------
 # Integer convolutions
 # --------------------------------------------------------------------------------------
-
-
-def narrowest(values: np.ndarray) -> np.ndarray:
-    """Integer `values` in the narrowest of int8, int16 and int32 that holds them."""
-    for dtype in (np.int8, np.int16):
-        info = np.iinfo(dtype)
-        if values.size == 0 or (values.min() >= info.min and values.max() <= info.max):
-            return values.astype(dtype)
-    return values.astype(np.int64).astype(np.int32)
 
 
 def _wrap_i32(values: np.ndarray) -> np.ndarray:
