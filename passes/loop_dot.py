@@ -54,7 +54,7 @@ from xweave.target import machine_model, target_of
 
 
 class _Refused(Exception):
-    pass
+    """Why a loop cannot become `loop.dot` (reported as the pass's failure)."""
 
 
 def _coefficients(op: loop.LoadOp | loop.StoreOp, j: SSAValue, k: SSAValue
