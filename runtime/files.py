@@ -3,6 +3,7 @@ one behind, and their arrays read in place."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
@@ -13,32 +14,40 @@ import struct
 import tempfile
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
 
-def write_zip_atomically(path: str | os.PathLike, manifest: Mapping[str, object],
-                         members: Mapping[str, bytes]) -> None:
-    """Write `manifest.json` and `members` into the zip file `path`: to a temporary
-    file beside it, renamed over `path` once complete (an existing file is replaced
-    whole or not at all), with the permissions a newly created file gets (the umask:
-    `mkstemp` would leave 0600)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", suffix=".tmp")
+@contextlib.contextmanager
+def replacing(path: Path, mode: int) -> Iterator[Path]:
+    """A temporary file beside `path` for the block to write, renamed over `path` when
+    the block ends (an existing file is replaced whole or not at all) with the
+    permissions `mode` less the umask (`mkstemp` would leave 0600); removed if the
+    block raises."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
+                               prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
-            zf.writestr("manifest.json", json.dumps(manifest, indent=2))
-            for name, data in members.items():
-                _write_aligned(zf, name, data)
+        yield Path(tmp)
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, mode & ~umask)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_zip_atomically(path: str | os.PathLike, manifest: Mapping[str, object],
+                         members: Mapping[str, bytes]) -> None:
+    """Write `manifest.json` and `members` into the zip file `path`, by `replacing` it."""
+    with replacing(Path(path), 0o666) as tmp, open(tmp, "wb") as f, \
+            zipfile.ZipFile(f, "w") as zf:
+        zf.writestr("manifest.json", json.dumps(manifest, indent=2))
+        for name, data in members.items():
+            _write_aligned(zf, name, data)
 
 
 ALIGNMENT = 64

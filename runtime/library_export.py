@@ -36,6 +36,7 @@ import numpy as np
 
 from xweave.errors import ModelError
 from xweave.runtime.elf import NOTE_NAME, NOTE_TYPE, note_descriptor
+from xweave.runtime.files import replacing
 from xweave.runtime.toolchain import ToolchainError, c_compiler
 
 NATIVE_DIR = Path(__file__).resolve().parent / "native"
@@ -78,7 +79,6 @@ def export_library(path: str | os.PathLike, object_bytes: bytes,
     missing = [n for n in names if n not in params]
     if missing:
         raise ModelError(f"export_library: no value for parameter(s) {', '.join(missing)}")
-    directory = path.parent if str(path.parent) else Path(".")
     with tempfile.TemporaryDirectory(prefix="xweave-library-") as tmp:
         work = Path(tmp)
         (work / "module.o").write_bytes(object_bytes)
@@ -87,17 +87,8 @@ def export_library(path: str | os.PathLike, object_bytes: bytes,
                                ",".join(target.get("features", [])))
         (work / "weights.s").write_text(_weights_assembly(work / "weights.bin", offsets, note))
         (work / "exports.map").write_text("{ global: xweave_library; local: *; };\n")
-        fd, partial = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            _link(compiler, work, Path(partial), _needs_gomp(object_bytes))
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(partial, 0o777 & ~umask)
-            os.replace(partial, path)
-        except BaseException:
-            os.unlink(partial)
-            raise
+        with replacing(path, 0o777) as partial:
+            _link(compiler, work, partial, _needs_gomp(object_bytes))
 
 
 def _write_weights(path: Path, arrays: list[np.ndarray]) -> list[int]:
