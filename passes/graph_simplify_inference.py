@@ -8,6 +8,10 @@
   one (shifts the bias). The new parameters are computed in float64 at compile time.
   Only when the weights (and bias, if any) and the normalization parameters are
   constants and the conv/dense result has no other user.
+* Any other `graph.batch_norm` with constant parameters (DenseNet's pre-activation
+  ones, after a concat or a pool) becomes `x * a + (bias - mean * a)`: a `graph.mul`
+  and a `graph.add` by per-channel constants, ops that graph-alter-layout carries in
+  the blocked layout and graph-fuse fuses like any other elementwise op.
 * Ops that return their input unchanged are removed: reshape, cast and broadcast_to
   to the same type, transpose by the identity permutation, tile by ones, pad by zeros,
   a slice of everything, a concat of one tensor. Consecutive reshapes become one
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -113,6 +117,32 @@ class FoldBatchNorm(RewritePattern):
         fold_affine_into_weights(producer, a, bias - mean * a, op, rewriter)
 
 
+class BatchNormAsAffine(RewritePattern):
+    """batch_norm with constant parameters -> mul and add by per-channel constants
+    (tried after FoldBatchNorm, so only where there is no producer to fold into)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.BatchNormOp, rewriter: PatternRewriter) -> None:
+        params = [constant_operand(v) for v in (op.scale, op.bias, op.mean, op.variance)]
+        if any(p is None for p in params) or op.scale.type != TensorType(
+                op.input.type.element_type, op.scale.type.get_shape()):  # pyright: ignore
+            return
+        scale, bias, mean, variance = (p.astype(np.float64) for p in params)  # pyright: ignore
+        rank = len(op.input.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
+        dtype = params[0].dtype  # pyright: ignore[reportOptionalMemberAccess]
+        a = scale / np.sqrt(variance + op.epsilon.value.data)
+        per_channel = (-1,) + (1,) * (rank - 2)  # broadcasts along axis 1 of the input
+        handle = op.scale.owner
+        assert isinstance(handle, graph.ConstantOp)
+        a_const = graph.ConstantOp.from_array(
+            constant_name(handle, "bn_scale"), a.reshape(per_channel).astype(dtype))
+        b_const = graph.ConstantOp.from_array(
+            constant_name(handle, "bn_shift"), (bias - mean * a).reshape(per_channel).astype(dtype))
+        mul = graph.MulOp(op.input, a_const.result)
+        add = graph.AddOp(mul.result, b_const.result)
+        rewriter.replace(op, [a_const, b_const, mul, add], add.results)
+
+
 class FoldChannelAffine(RewritePattern):
     """conv2d/dense followed by mul/div/add/sub of a per-channel constant -> the
     conv2d/dense with folded parameters."""
@@ -192,8 +222,8 @@ class ComposeTransposes(RewritePattern):
 
 @dataclass(frozen=True)
 class GraphSimplifyInferencePass(ModulePass):
-    """Fold batch norms and per-channel affine ops into conv2d/dense weights; remove
-    ops that return their input."""
+    """Fold batch norms and per-channel affine ops into conv2d/dense weights, other
+    batch norms into a multiply-add; remove ops that return their input."""
 
     name = "graph-simplify-inference"
 
@@ -204,6 +234,7 @@ class GraphSimplifyInferencePass(ModulePass):
             ComposeTransposes(),
             FoldBatchNorm(),
             FoldChannelAffine(),
+            BatchNormAsAffine(),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
 

@@ -47,17 +47,30 @@ func.func @no_bias_and_dense(%x: tensor<1x1x3x3xf32>, %m: tensor<3x2xf32>) -> (t
   func.return %y, %z : tensor<1x2x3x3xf32>, tensor<3x2xf32>
 }
 
-// Left alone: the conv result has another user; the parameters are not constants;
-// the normalized value is not a conv/dense result.
-// CHECK-LABEL: func.func @bn_stays
+// Where there is no conv/dense to fold into (its result has another user, or the
+// input is not one: DenseNet's pre-activation batch norms), a batch_norm with constant
+// parameters becomes x * a + (beta - mean * a), per-channel constants shaped to
+// broadcast along axis 1 (a = 2 / sqrt(2 + 1)). Non-constant parameters: left alone.
+// CHECK-LABEL: func.func @bn_as_affine
 // CHECK-NEXT:    %w = graph.constant
 // CHECK-NEXT:    %c = graph.conv2d %x, %w
 // CHECK-NEXT:    %scale = graph.constant
-// CHECK-NEXT:    %y = graph.batch_norm %c, %scale, %scale, %scale, %scale
+// CHECK-NEXT:    %y = graph.constant dense<{{\[\[\[}}1.15470052]], {{\[\[}}1.500000e+00]]]> : tensor<2x1x1xf32>
+// CHECK-NEXT:    %y_1 = graph.constant dense<{{\[\[\[}}-0.309401065]], {{\[\[}}-1.500000e+00]]]> : tensor<2x1x1xf32>
+// CHECK-NEXT:    %y_2 = graph.mul %c, %y : (tensor<1x2x3x3xf32>, tensor<2x1x1xf32>) -> tensor<1x2x3x3xf32>
+// CHECK-NEXT:    %y_3 = graph.add %y_2, %y_1 : (tensor<1x2x3x3xf32>, tensor<2x1x1xf32>) -> tensor<1x2x3x3xf32>
 // CHECK-NEXT:    %z = graph.batch_norm %c, %p, %scale, %scale, %scale
 // CHECK-NEXT:    %r = graph.relu %x
-// CHECK-NEXT:    %u = graph.batch_norm %r, %scale, %scale, %scale, %scale
-func.func @bn_stays(%x: tensor<1x2x3x3xf32>, %p: tensor<2xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) {
+// CHECK-NEXT:    %u = graph.constant {{.*}} : tensor<2x1x1xf32>
+// CHECK-NEXT:    %u_1 = graph.constant {{.*}} : tensor<2x1x1xf32>
+// CHECK-NEXT:    %u_2 = graph.mul %r, %u
+// CHECK-NEXT:    %u_3 = graph.add %u_2, %u_1
+// CHECK-NEXT:    %v = graph.constant dense<[1.15470052, 1.500000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %v_1 = graph.constant dense<[-0.309401065, -1.500000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %v_2 = graph.mul %m, %v : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+// CHECK-NEXT:    %v_3 = graph.add %v_2, %v_1
+// CHECK-NEXT:    func.return %y_3, %z, %u_3, %v_3
+func.func @bn_as_affine(%x: tensor<1x2x3x3xf32>, %p: tensor<2xf32>, %m: tensor<3x2xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<3x2xf32>) {
   %w = graph.constant dense<[[[[1.0]], [[0.0]]], [[[0.0]], [[2.0]]]]> : tensor<2x2x1x1xf32>
   %c = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x3x3xf32>
   %scale = graph.constant dense<[2.0, 3.0]> : tensor<2xf32>
@@ -65,7 +78,8 @@ func.func @bn_stays(%x: tensor<1x2x3x3xf32>, %p: tensor<2xf32>) -> (tensor<1x2x3
   %z = graph.batch_norm %c, %p, %scale, %scale, %scale {epsilon = 1.0 : f64} : (tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
   %r = graph.relu %x : tensor<1x2x3x3xf32>
   %u = graph.batch_norm %r, %scale, %scale, %scale, %scale {epsilon = 1.0 : f64} : (tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
-  func.return %y, %z, %u : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>
+  %v = graph.batch_norm %m, %scale, %scale, %scale, %scale {epsilon = 1.0 : f64} : (tensor<3x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  func.return %y, %z, %u, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<3x2xf32>
 }
 
 // conv -> mul by [1, 2, 1, 1] -> add of [2, 1, 1]: weights scaled, bias shifted.
