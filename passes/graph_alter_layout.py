@@ -20,7 +20,8 @@ of the module's `xweave.target`): with 16-lane vectors, channels that 16 does no
 divide take blocks of 24, 40 or 56 (whole vectors and an 8-lane tail: 24 channels run
 as one zmm and one ymm vector per pixel, not three ymm vectors); with 8 lanes, none.
 
-Integer convolutions (quantized models) are blocked alike, their `pad_value` kept, and
+Integer convolutions (quantized models) are blocked alike (even alone between NCHW ops:
+their dot products need contiguous input channels), their `pad_value` kept, and
 the quantization ops (quantize, dequantize, requantize) count as broadcast ops.
 
 The blocked layout flows on through elementwise and broadcast ops (per-channel
@@ -53,6 +54,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xweave.dialects import graph, loop
 from xweave.dialects.graph.constants import constant_value
+from xweave.dialects.graph.nn import is_integer_layer
 from xweave.target import machine_model, target_of
 from xweave.layout import transform_shape
 
@@ -208,10 +210,11 @@ class _Rewrite:
         source = self.blocked_of(op.input)
         feeds = self.feeds_a_conv(op.result)
         grouped = groups not in (1, channels) and self.group_block(op) is not None
-        if source is None and not feeds and not grouped:
+        if source is None and not feeds and not grouped and not is_integer_layer(op):
             # Alone between NCHW producer and consumers, the conv would pay two
             # transforms for a blocked output nobody else reads (a grouped conv's NCHW
-            # loops vectorize so poorly that it pays them anyway).
+            # loops vectorize so poorly that it pays them anyway, and an integer conv
+            # has its dot-product instructions only on blocked input channels).
             return
         if source is not None and _shape(source)[4] != co and co != self.block and not feeds:
             # A last conv that would narrow the block to the fallback (SqueezeNet's

@@ -155,3 +155,15 @@ func.func @grouped(%x: tensor<1x32x8x8xf32>, %wv: tensor<32x8x3x3xf32>, %wn: ten
   %c = graph.conv2d %x, %wn {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 4 : i64} : (tensor<1x32x8x8xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x8x8xf32>
   func.return %a, %b, %c : tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>, tensor<1x16x8x8xf32>
 }
+
+// An integer conv is blocked even alone between NCHW ops: its dot-product
+// instructions (vpdpbusd, vpmaddwd) need the input channels contiguous, which only
+// the blocked layout gives (its NCHW loops multiply lane by lane).
+// CHECK-LABEL: func.func @integer_alone
+// CHECK:         graph.layout_transform %x {src_layout = "NCHW", dst_layout = "NCHW16c"} : tensor<1x16x4x4xui8> -> tensor<1x1x4x4x16xui8>
+// CHECK:         graph.conv2d_nchwc {{.*}} : (tensor<1x1x4x4x16xui8>, tensor<1x1x1x1x16x16xi8>) -> tensor<1x1x4x4x16xi32>
+// CHECK:         graph.layout_transform {{.*}} {src_layout = "NCHW16c", dst_layout = "NCHW"} : tensor<1x1x4x4x16xi32> -> tensor<1x16x4x4xi32>
+func.func @integer_alone(%x: tensor<1x16x4x4xui8>, %w: tensor<16x16x1x1xi8>) -> tensor<1x16x4x4xi32> {
+  %y = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x16x4x4xui8>, tensor<16x16x1x1xi8>) -> tensor<1x16x4x4xi32>
+  func.return %y : tensor<1x16x4x4xi32>
+}
