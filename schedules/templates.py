@@ -703,8 +703,9 @@ class BlockedReduction(Template):
         loop-fold-constant-packs; others are copied per call (on all threads), which
         pays for itself unless few rows reuse a panel: an operand already contiguous
         along the axis is then read in place (a matrix-vector product). With
-        `unit_windows`, a read through a window of extent 1 (`x + rx` of a 1x1 conv)
-        counts as a read along the axis."""
+        `unit_windows`, or where the axis is the operand's innermost dimension, a read
+        through a window of extent 1 (`x + rx` of a 1x1 conv) counts as a read along
+        the axis."""
         vector_axis = anchor.spatial[v][0]
         reduce = {name for name, _ in anchor.reduce}
         reuse = 1  # how many outputs read one panel
@@ -713,7 +714,9 @@ class BlockedReduction(Template):
                 reuse *= extent
         steps = []
         for arg, dims in anchor.reads:
-            if unit_windows:
+            if unit_windows or (dims and vector_axis in dims[-1]):
+                # (the rows of an NCHW 1x1 conv are its input's innermost dimension:
+                # unpacked, each reduction step reads a line one image plane away)
                 dims = [{n for n in loops if n == vector_axis or anchor.extent(n) > 1}
                         for loops in dims]
             uses = [d for d, loops in enumerate(dims) if vector_axis in loops]
@@ -722,9 +725,11 @@ class BlockedReduction(Template):
                 continue
             split = uses[0]
             rest = [d for d in range(len(dims)) if d != split]
-            # The panel index goes right before the first reduction-indexed dimension.
-            at = next((i for i, d in enumerate(rest) if dims[d] & reduce), len(rest))
-            order = rest[:at] + [split] + rest[at:] + [len(dims)]
+            # The panel index goes after the dimensions no reduction indexes (the rows
+            # of a 1x1 conv's input, so that a tile's reduction reads one contiguous
+            # panel) and before the others.
+            spatial = [d for d in rest if not dims[d] & reduce]
+            order = spatial + [split] + [d for d in rest if dims[d] & reduce] + [len(dims)]
             if split == len(dims) - 1 and (order == list(range(len(dims) + 1)) or reuse < 16):
                 continue  # already contiguous along the axis, and too little reuse to copy
             steps.append((arg, step("loop-pack", info.name, buffer=arg, split_dim=[split],

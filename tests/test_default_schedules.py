@@ -4,6 +4,8 @@ onnxruntime, and the fast path (a vectorized register block) is really taken."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -157,6 +159,19 @@ def test_template_choices_for_a_conv():
     assert config["tile_cols"] == 16 and config["tile_rows"] > 1
     assert any(s.startswith('loop-pack{buffer=1') for s in template.pipeline(info, config))
 
+
+
+def test_nchw_pointwise_conv_reads_its_input_from_row_panels(tmp_path):
+    """A lone 1x1 conv stays NCHW (40 output channels: 8-lane blocks); its input's rows
+    are the innermost dimension, each reduction step a plane away, so they are packed
+    into panels of the register block's rows with the image rows outside the
+    reduction: [n][y][x/rows][c][rows]."""
+    kernels = check_conv(tmp_path, (13, 64, 40, 1, 1, 0, 1), bias=True, relu=True)
+    pack = re.search(r"%arg0_packed = loop.alloc \{xweave.pack = \{argument = 0 : i64, "
+                     r"split_dim = array<i64: 3>, factor = array<i64: (\d+)>, "
+                     r"order = array<i64: ([\d, ]+)>\}\} : memref<1x13x\d+x64x\1xf32>", kernels)
+    assert pack, kernels
+    assert pack.group(2) == "0, 2, 3, 1, 4"
 
 # --- GotoBLAS K blocking (k_block / m_block) -------------------------------------------------
 
