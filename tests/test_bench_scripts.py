@@ -67,13 +67,21 @@ def test_compile_time():
 def test_peak(capsys):
     peak = load_bench("peak")
     records = run_main(capsys, "peak", "--smoke")
-    cpus = records[0]["cpus"]
-    assert sorted((r["threads"], r["lanes"]) for r in records) == \
+    fma = [r for r in records if r["bench"] == "fma_peak"]
+    cpus = fma[0]["cpus"]
+    assert sorted((r["threads"], r["lanes"]) for r in fma) == \
         [(t, n) for t in sorted({1, cpus}) for n in peak.host_lanes()]
-    for record in records:
-        assert record["bench"] == "fma_peak" and record["cpu"]
-        assert str(record["chains"]) in record["sweep"]
+    for record in fma:
+        assert record["cpu"] and str(record["chains"]) in record["sweep"]
         assert record["gflops"] > 0 and all(g > 0 for g in record["sweep"].values())
+    # the integer dot products beside the FMA, at each width that has any (x86)
+    dots = [r for r in records if r["bench"] == "dot_peak"]
+    assert len(dots) + len(fma) == len(records)
+    assert sorted(r["lanes"] for r in dots) == [n for n in peak.host_lanes() if peak.dot_forms(n)]
+    for record in dots:
+        assert set(record["gmacs"]) == {"fma", *peak.dot_forms(record["lanes"])}
+        assert all(g > 0 for g in record["gmacs"].values()) and set(record["vs_fma"]) \
+            == set(peak.dot_forms(record["lanes"]))
 
 
 def test_conv2d():
