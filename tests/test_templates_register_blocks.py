@@ -1,6 +1,7 @@
 """BlockedReduction's register block over two pixel axes (`tile_rows_outer`): a y x x
 block of output pixels for convs whose width has no row count that fits the
-registers (14x14: 2x2 pixels x 16 channels instead of 7 x 8). The choice, and the
+registers (14x14: 2x2 pixels x 16 channels instead of 7 x 8; not for 1x1 convs, which
+reuse no input across pixel rows: 5 x 16 on packed rows). The choice, and the
 compiled kernels against numpy for blocks that divide the image or not, with and
 without an epilogue on the tile.
 
@@ -93,6 +94,21 @@ def test_default_register_block(size, outer, rows, cols):
     assert template.name == "blocked-reduction"
     assert (config["tile_rows_outer"], config["tile_rows"], config["tile_cols"]) == (outer, rows, cols)
     assert config["tile_rows_outer"] in template.knobs(info)["tile_rows_outer"]
+
+
+@pytest.mark.parametrize("size, rows", [(14, 5), (7, 4), (28, 4)])
+def test_pointwise_convs_block_rows_alone(size, rows):
+    """A 1x1 conv reuses no input across pixel rows: no 2x2 block at 14x14, but a
+    ragged 5 x 16 reading packed row panels; the kernel matches numpy."""
+    inputs, out = nchwc_conv(size, 2, 2, 1, 1, 0, epilogue=True)
+    info, template = kernel_info(inputs, out)
+    config = template.default_config(info)
+    assert (config["tile_rows_outer"], config["tile_rows"], config["tile_cols"]) == (1, rows, 16)
+    assert len(template.knobs(info)["tile_rows_outer"]) > 1  # the tuner may still try them
+    steps = template.pipeline(info, config)
+    if size % rows:
+        assert any(s.startswith("loop-pack{buffer=0") for s in steps), steps
+    check_conv_kernel(inputs, out, steps, size, 1, 1, 0, epilogue=True)
 
 
 def test_no_outer_rows_for_matmuls():
