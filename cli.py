@@ -21,7 +21,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from xweave import __version__, commands, timing
 from xweave.context import all_dialects
-from xweave.dialects.graph.resources import eliding_resources
+from xweave.dialects.resources import eliding_resources
 from xweave.diagnostics import check_diagnostic, expected_diagnostics, parse_ir
 from xweave.errors import XweaveError
 from xweave.log import cli_logging, level_of

@@ -12,9 +12,9 @@ from xdsl.ir import Dialect
 from xdsl.printer import Printer
 from xdsl.universe import Universe
 
-# Importing the graph dialect installs the resource-blob store that keeps weights intact
-# when the same handle is parsed twice in one process.
-from xweave.dialects.graph.resources import eliding_resources
+# Importing `dialects.resources` installs the resource-blob store that keeps weights
+# intact when the same handle is parsed twice in one process.
+from xweave.dialects.resources import eliding_resources
 from xweave import plugins
 from xweave.accel.api import get_accelerator, registered_accelerators
 from xweave.diagnostics import parse_ir
@@ -84,7 +84,7 @@ def parse_module(text: str | bytes, name: str = "<string>"):
 def print_module(module, elide_resources_larger_than: int = 0) -> str:
     """The module as text, exactly as `xweave-opt` prints it (dialect resources included;
     blobs of more than `elide_resources_larger_than` bytes elided, see
-    `dialects.graph.eliding_resources`)."""
+    `dialects.resources.eliding_resources`)."""
     stream = io.StringIO()
     with eliding_resources(elide_resources_larger_than):
         printer = Printer(stream=stream)

@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
-from xweave.dialects.graph.resources import claim_parsed
+from xweave.dialects.resources import claim_parsed
 
 
 class LinearTimeLexer(MLIRLexer):
