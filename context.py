@@ -16,7 +16,7 @@ from xdsl.universe import Universe
 # intact when the same handle is parsed twice in one process.
 from xweave.dialects.resources import eliding_resources
 from xweave import plugins
-from xweave.accel.api import get_accelerator, registered_accelerators
+from xweave.accel.registry import ACCELERATORS
 from xweave.diagnostics import parse_ir
 from xweave.dialects import get_all_dialects
 
@@ -52,8 +52,8 @@ def all_dialects() -> dict[str, Callable[[], Dialect]]:
     found = dict(get_all_dialects())
     for accelerator, plugin in plugins.BUILTIN.items():
         for name in plugin.dialects:
-            found[name] = lambda a=accelerator: get_accelerator(a).dialect
-    for acc in registered_accelerators():
+            found[name] = lambda a=accelerator: ACCELERATORS.get(a).dialect
+    for acc in ACCELERATORS.registered():
         found[acc.dialect.name] = lambda d=acc.dialect: d
     return found
 
