@@ -12,11 +12,11 @@ from xdsl.ir import Dialect
 from xdsl.printer import Printer
 from xdsl.universe import Universe
 
-# Importing the graph dialect installs the resource-blob store that keeps weights intact
-# when the same handle is parsed twice in one process.
-from xweave.dialects.graph.resources import eliding_resources
+# Importing `dialects.resources` installs the resource-blob store that keeps weights
+# intact when the same handle is parsed twice in one process.
+from xweave.dialects.resources import eliding_resources
 from xweave import plugins
-from xweave.accel.api import get_accelerator, registered_accelerators
+from xweave.accel.registry import ACCELERATORS
 from xweave.diagnostics import parse_ir
 from xweave.dialects import get_all_dialects
 
@@ -52,24 +52,26 @@ def all_dialects() -> dict[str, Callable[[], Dialect]]:
     found = dict(get_all_dialects())
     for accelerator, plugin in plugins.BUILTIN.items():
         for name in plugin.dialects:
-            found[name] = lambda a=accelerator: get_accelerator(a).dialect
-    for acc in registered_accelerators():
+            found[name] = lambda a=accelerator: ACCELERATORS.get(a).dialect
+    for acc in ACCELERATORS.registered():
         found[acc.dialect.name] = lambda d=acc.dialect: d
     return found
 
 
 @functools.cache
-def _upstream_dialects() -> dict[str, Callable[[], Dialect]]:
-    # (found through the installed packages' entry points: reading their metadata
-    # cost more than the rest of a small kernel's schedule)
-    return dict(Universe.get_multiverse().all_dialects)
+def upstream() -> Universe:
+    """xDSL's dialects, passes and targets, and those of the installed packages that
+    extend it (their `xdsl.universe` entry points), read once per process: reading the
+    packages' metadata costs more than the rest of a small kernel's schedule, and 16 ms
+    of `xweave-opt`'s start-up each time."""
+    return Universe.get_multiverse()
 
 
 def make_context() -> Context:
     """A context with xDSL's upstream dialects (builtin, arith, func, llvm, ...), xweave's
     and the accelerators'."""
     ctx = Context()
-    for name, factory in _upstream_dialects().items():
+    for name, factory in upstream().all_dialects.items():
         ctx.register_dialect(name, factory)
     for name, factory in all_dialects().items():
         ctx.register_dialect(name, factory)
@@ -84,7 +86,7 @@ def parse_module(text: str | bytes, name: str = "<string>"):
 def print_module(module, elide_resources_larger_than: int = 0) -> str:
     """The module as text, exactly as `xweave-opt` prints it (dialect resources included;
     blobs of more than `elide_resources_larger_than` bytes elided, see
-    `dialects.graph.eliding_resources`)."""
+    `dialects.resources.eliding_resources`)."""
     stream = io.StringIO()
     with eliding_resources(elide_resources_larger_than):
         printer = Printer(stream=stream)

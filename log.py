@@ -11,6 +11,7 @@ tuned"), WARNING and ERROR as usual.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import re
@@ -72,6 +73,15 @@ def level_of(verbose: int, quiet: bool) -> int:
     if quiet:
         return logging.ERROR
     return (NOTE, logging.INFO)[verbose] if verbose < 2 else logging.DEBUG
+
+
+def add_verbosity_options(parser: argparse.ArgumentParser) -> None:
+    """-v/--verbose (repeatable) and -q/--quiet, read by `level_of`: what the library
+    logs on stderr."""
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="say more on stderr: -v what each step did, -vv debugging detail")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="only errors on stderr (no summaries, warnings or progress)")
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 from xweave import plugins
-from xweave.accel.api import get_accelerator, registered_accelerators
+from xweave.accel.registry import ACCELERATORS
 from xweave.passes import get_all_passes
 
 
@@ -42,7 +42,7 @@ def _schedule_kernels() -> type[ModulePass]:
 
 
 def _accelerator_pass(accelerator: str, name: str) -> type[ModulePass]:
-    return next(cls for cls in get_accelerator(accelerator).passes if cls.name == name)
+    return next(cls for cls in ACCELERATORS.get(accelerator).passes if cls.name == name)
 
 
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -57,7 +57,7 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     for accelerator, plugin in plugins.BUILTIN.items():
         for name in plugin.passes:
             found[name] = lambda a=accelerator, n=name: _accelerator_pass(a, n)
-    for acc in registered_accelerators():
+    for acc in ACCELERATORS.registered():
         for cls in acc.passes:
             found[cls.name] = lambda c=cls: c
     return dict(sorted(found.items()))

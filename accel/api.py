@@ -42,9 +42,9 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xweave import plugins, te
+from xweave import te
+from xweave.accel.registry import ACCELERATORS, AcceleratorError
 from xweave.dialects import loop
-from xweave.errors import XweaveError
 
 __all__ = [
     "Accelerator",
@@ -60,10 +60,6 @@ __all__ = [
     "registered_accelerators",
     "unrolled_calls",
 ]
-
-
-class AcceleratorError(XweaveError):
-    """An accelerator, intrinsic or lowering rule was misused (names what and where)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -171,27 +167,24 @@ class Accelerator:
             ) from None
 
 
-_ACCELERATORS: plugins.Registry[Accelerator] = plugins.Registry("accelerator", AcceleratorError)
-
-
 def register_accelerator(acc: Accelerator, *, replace: bool = False) -> Accelerator:
     """Make `acc` known by its name (to `tensorize`, `virtual-threads`, lowering)."""
-    return _ACCELERATORS.register(acc.name, acc, replace)
+    return ACCELERATORS.register(acc.name, acc, replace)
 
 
 def get_accelerator(name: str) -> Accelerator:
     """The registered accelerator `name` (built-in ones are loaded on demand)."""
-    return _ACCELERATORS.get(name)
+    return ACCELERATORS.get(name)
 
 
 def list_accelerators() -> list[str]:
     """The accelerators: registered, or built in (loaded on first use)."""
-    return _ACCELERATORS.names()
+    return ACCELERATORS.names()
 
 
 def registered_accelerators() -> list[Accelerator]:
     """The accelerators registered so far (built-in ones only once loaded)."""
-    return _ACCELERATORS.registered()
+    return ACCELERATORS.registered()
 
 
 def find_intrinsic(qualified: str) -> tuple[Accelerator, TensorIntrinsic]:

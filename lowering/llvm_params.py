@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 
 from xweave.dialects import dtypes
-from xweave.dialects.graph.resources import blob_of, resource_array
+from xweave.dialects.resources import blob_of, resource_array
 from xweave.lowering.llvm_builder import LoweringError, num_elements
 from xweave.runtime.abi import PARAM_PREFIX
 

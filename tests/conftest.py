@@ -8,6 +8,11 @@ Every test gets a compile cache of its own, empty (`XWEAVE_CACHE_DIR`), and fixt
 broader than a test one of the session's: no test writes the user's cache or loads an
 entry another test (or an older build) left behind.
 
+The tests run in parallel (pytest-xdist, pyproject's `addopts`): one worker per core
+this process may use (not per physical core, as `-n auto` counts by default: a 2-vCPU CI
+machine may be one core with two threads), each with its own temporary directories.
+Tests marked `early` are started first.
+
 Builders shared by several test files live in tests/helpers.py (on `sys.path` through
 pyproject's pytest `pythonpath`)."""
 
@@ -30,3 +35,17 @@ def _session_compile_cache(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _own_compile_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XWEAVE_CACHE_DIR", str(tmp_path_factory.mktemp("compile-cache")))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker per core this process may run on ($PYTEST_XDIST_AUTO_NUM_WORKERS
+    overrides; pyproject's `--maxprocesses` caps)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def pytest_collection_modifyitems(items):
+    """Tests marked `early` first (in their order), then the rest in theirs."""
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 FILECHECK_DIR = Path(__file__).parent / "filecheck"
 
 
+@pytest.mark.early  # minutes long (lit runs the files on every core): not last
 def test_lit_suite():
     bindir = os.path.dirname(sys.executable)
     lit = shutil.which("lit", path=bindir) or shutil.which("lit")

@@ -15,7 +15,7 @@ import xweave
 from xweave.context import parse_module, print_module
 from xweave.dialects import graph
 from xweave.dialects.graph.constants import constant_value
-from xweave.dialects.graph.resources import Blob, attach, blob_of, resource_store
+from xweave.dialects.resources import Blob, attach, blob_of, resource_store
 
 RNG = np.random.default_rng(0)
 

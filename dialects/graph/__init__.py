@@ -29,8 +29,9 @@ accumulate in `i32`. Every other op has one element type for its operands and re
 
 The ops are importable from here; the helpers stay in their modules: result-shape
 rules in `shapes`, property declarations and their attributes in `properties`, tensor
-types of values in `tensors`, the weight blob store and `constant_value` in
-`constants`, Winograd tiling in `winograd`.
+types of values in `tensors`, `constant_value` in `constants`, Winograd tiling in
+`winograd`. The weight blob store is `xweave.dialects.resources` (the builtin
+dialect's, imported without this dialect by whatever parses or prints IR).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from xweave.dialects.dtypes import element_type, numpy_dtype
 from xweave.dialects.graph.base import GraphOperation, PatternKind, pattern_kind_def
-from xweave.dialects.graph.resources import (
+from xweave.dialects.resources import (
     Blob,
     attach,
     blob_of,

@@ -47,7 +47,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from xweave.dialects import loop
 from xweave.dialects.dtypes import numpy_dtype
-from xweave.dialects.graph.resources import resource_array
+from xweave.dialects.resources import resource_array
 from xweave.dialects.interpreters.numpy_ops import FLOAT_FUNCTIONS, MATH_FUNCTIONS
 
 def _cast(value: Any, type: Attribute) -> Any:
