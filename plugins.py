@@ -12,7 +12,8 @@ without importing it and the core never imports an accelerator.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -26,20 +27,27 @@ class BuiltinPlugin:
     module: str
     dialects: tuple[str, ...] = ()
     passes: tuple[str, ...] = ()
+    parts: Mapping[str, str] = field(default_factory=dict)
+    """Modules that register the items of one registry alone, by its kind: an
+    "accelerator" (what `xweave-opt`'s passes and dialects need) without the model-level
+    target and the compiler that imports (a second of every `xweave-opt` start-up)."""
 
 
 BUILTIN: dict[str, BuiltinPlugin] = {
     "vta": BuiltinPlugin("xweave.accel.vta.plugin", dialects=("vta",),
-                         passes=("convert-loop-to-vta",)),
+                         passes=("convert-loop-to-vta",),
+                         parts={"accelerator": "xweave.accel.vta.accelerator"}),
 }
 
 
-def load(name: str) -> bool:
-    """Import the built-in plug-in `name` (it registers itself); False if there is none."""
+def load(name: str, kind: str | None = None) -> bool:
+    """Import the built-in plug-in `name` (it registers itself), or only its part that
+    registers the items of `kind` if it has one; False if there is none."""
     plugin = BUILTIN.get(name)
     if plugin is None:
         return False
-    importlib.import_module(plugin.module)  # lazy by design: a plug-in is loaded by name
+    # lazy by design: a plug-in is loaded by name
+    importlib.import_module(plugin.parts.get(kind or "", plugin.module))
     return True
 
 
@@ -68,7 +76,7 @@ class Registry(Generic[T]):
     def lookup(self, name: str) -> T | None:
         """The item `name` (a built-in plug-in's is imported first), or None."""
         if name not in self._items:
-            load(name)
+            load(name, self.kind)
         return self._items.get(name)
 
     def get(self, name: str) -> T:

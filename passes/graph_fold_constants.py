@@ -41,7 +41,7 @@ from xdsl.pattern_rewriter import (
 from xweave.dialects import graph
 from xweave.dialects.dtypes import element_type, numpy_dtype
 from xweave.dialects.graph.constants import constant_value
-from xweave.dialects.interpreters import make_interpreter
+from xweave.dialects.interpreters import graph_interpreter
 
 
 def constant_name(op: graph.ConstantOp, suffix: str) -> str:
@@ -114,5 +114,5 @@ class GraphFoldConstantsPass(ModulePass):
     than the operands."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        pattern = FoldConstantOperation(make_interpreter(op), self.max_elements)
+        pattern = FoldConstantOperation(graph_interpreter(op), self.max_elements)
         PatternRewriteWalker(GreedyRewritePatternApplier([pattern])).rewrite_module(op)

@@ -10,8 +10,9 @@ entry another test (or an older build) left behind.
 
 The tests run in parallel (pytest-xdist, pyproject's `addopts`): one worker per core
 this process may use (not per physical core, as `-n auto` counts by default: a 2-vCPU CI
-machine may be one core with two threads), each with its own temporary directories.
-Tests marked `early` are started first.
+machine may be one core with two threads), each with its own temporary directories and
+its share of the cores for the compile processes a build forks. Tests marked `early` are
+started first.
 
 Builders shared by several test files live in tests/helpers.py (on `sys.path` through
 pyproject's pytest `pythonpath`)."""
@@ -22,6 +23,12 @@ import pytest
 
 os.environ["XWEAVE_TARGET"] = "llvm -mcpu=znver3"
 os.environ.setdefault("XWEAVE_VERIFY_EACH", "1")  # every build verifies the IR after every pass
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    # The workers share the cores: a build forks its share of compile processes
+    # (`xweave.parallel`), not one per core in every worker (tests/test_parallel_build.py
+    # names its own counts).
+    _share = len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("XWEAVE_COMPILE_JOBS", str(max(1, _share)))
 
 
 @pytest.fixture(autouse=True, scope="session")

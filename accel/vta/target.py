@@ -16,7 +16,7 @@ in-bounds test, which the DMA's zero padding implements) and derives the call's
 `rows`, `cols`, `row_dim` and `pad`.
 
 The four kernel intrinsics fold into GEMM/ALU micro-kernels; see
-`xweave.accel.vta.lowering`. `plugin.py` registers the accelerator.
+`xweave.accel.vta.lowering`. `accelerator.py` registers the accelerator.
 """
 
 from __future__ import annotations

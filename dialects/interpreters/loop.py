@@ -42,6 +42,15 @@ from xdsl.interpreter import (
 )
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.ir import Attribute, Operation
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import InterpretationError
 
@@ -221,6 +230,13 @@ class LoopFunctions(InterpreterFunctions):
 
     def __init__(self) -> None:
         self._globals: dict[Operation, np.ndarray] = {}
+        self._accesses: dict[Operation, _Access] = {}
+
+    def _access(self, op: loop.LoadOp | loop.StoreOp) -> _Access:
+        access = self._accesses.get(op)
+        if access is None:
+            access = self._accesses[op] = _Access(op)
+        return access
 
     # ---- loop -------------------------------------------------------------------
 
@@ -256,15 +272,16 @@ class LoopFunctions(InterpreterFunctions):
     @impl(loop.LoadOp)
     def run_load(self, interpreter: Interpreter, op: loop.LoadOp, args: PythonValues):
         buffer, *indices = args
-        where = _access(op, buffer, indices)
-        value = buffer[where]
-        return (value.reshape(-1).copy() if op.vector_type is not None else value,)
+        access = self._access(op)
+        value = buffer[access.where(buffer, indices)]
+        return (value.reshape(-1).copy() if access.vector_type is not None else value,)
 
     @impl(loop.StoreOp)
     def run_store(self, interpreter: Interpreter, op: loop.StoreOp, args: PythonValues):
         value, buffer, *indices = args
-        where = _access(op, buffer, indices)
-        buffer[where] = np.reshape(value, buffer[where].shape) if op.vector_type else value
+        access = self._access(op)
+        where = access.where(buffer, indices)
+        buffer[where] = np.reshape(value, buffer[where].shape) if access.vector_type else value
         return ()
 
     @impl(loop.PrefetchOp)
@@ -438,27 +455,63 @@ for _op_type, (_upstream, _vector_fn) in INTEGER_FUNCTIONS.items():
 register_impls(LoopFunctions)
 
 
-def _access(op: loop.LoadOp | loop.StoreOp, buffer: np.ndarray, indices: list[Any]) -> tuple:
-    """The numpy index of `op`'s element (or vector slice), checked against the bounds."""
-    affine_map = op.map.data
-    values = [int(i) for i in indices]
-    where = affine_map.eval(values[: affine_map.num_dims], values[affine_map.num_dims :])
-    length = op.vector_type.get_shape()[0] if op.vector_type is not None else 1
-    if where and length > buffer.shape[-1]:  # whole rows of the last dimension
-        rows = length // buffer.shape[-1]
-        ends = [i + 1 for i in where[:-2]] + [where[-2] + rows, buffer.shape[-1]]
+class _Access:
+    """A load or store as the interpreter runs it, many times: its affine map compiled
+    into one Python function (`_affine_map_function`) and its vector length read once."""
+
+    def __init__(self, op: loop.LoadOp | loop.StoreOp):
+        self.op = op
+        self.vector_type = op.vector_type
+        self.length = self.vector_type.get_shape()[0] if self.vector_type is not None else 1
+        self.map = _affine_map_function(op.map.data)
+
+    def where(self, buffer: np.ndarray, indices: list[Any]) -> tuple:
+        """The numpy index of the element (or vector slice), checked against the bounds."""
+        op, length = self.op, self.length
+        where = self.map([int(i) for i in indices])
+        if where and length > buffer.shape[-1]:  # whole rows of the last dimension
+            rows = length // buffer.shape[-1]
+            ends = [i + 1 for i in where[:-2]] + [where[-2] + rows, buffer.shape[-1]]
+            if any(i < 0 for i in where) or any(e > d for e, d in zip(ends, buffer.shape)):
+                raise InterpretationError(
+                    f"{op.name}: rows {where[-2]}..{where[-2] + rows - 1} of a buffer of shape "
+                    f"{list(buffer.shape)} are out of bounds")
+            return (*where[:-2], slice(where[-2], where[-2] + rows), slice(None))
+        ends = [i + 1 for i in where[:-1]] + [where[-1] + length] if where else []
         if any(i < 0 for i in where) or any(e > d for e, d in zip(ends, buffer.shape)):
+            extent = f" (+{length} lanes)" if self.vector_type is not None else ""
             raise InterpretationError(
-                f"{op.name}: rows {where[-2]}..{where[-2] + rows - 1} of a buffer of shape "
-                f"{list(buffer.shape)} are out of bounds")
-        return (*where[:-2], slice(where[-2], where[-2] + rows), slice(None))
-    ends = [i + 1 for i in where[:-1]] + [where[-1] + length] if where else []
-    if any(i < 0 for i in where) or any(e > d for e, d in zip(ends, buffer.shape)):
-        extent = f" (+{length} lanes)" if op.vector_type is not None else ""
-        raise InterpretationError(
-            f"{op.name}: index {list(where)}{extent} is out of bounds of a buffer of "
-            f"shape {list(buffer.shape)}"
-        )
-    if op.vector_type is None:
-        return where
-    return (*where[:-1], slice(where[-1], where[-1] + length))
+                f"{op.name}: index {list(where)}{extent} is out of bounds of a buffer of "
+                f"shape {list(buffer.shape)}"
+            )
+        if self.vector_type is None:
+            return where
+        return (*where[:-1], slice(where[-1], where[-1] + length))
+
+
+_BINARY = {
+    AffineBinaryOpKind.Add: "({} + {})",
+    AffineBinaryOpKind.Mul: "({} * {})",
+    AffineBinaryOpKind.Mod: "({} % {})",
+    AffineBinaryOpKind.FloorDiv: "({} // {})",
+    AffineBinaryOpKind.CeilDiv: "(-(-{} // {}))",
+}
+
+
+def _affine_map_function(amap: AffineMap) -> Callable[[list[int]], tuple[int, ...]]:
+    """`amap.eval(dims, symbols)` as a function of `dims + symbols`, compiled from Python
+    source once (xDSL's `eval` walks the expression trees at every call: most of the
+    time of interpreting a loop nest)."""
+
+    def source(expr: AffineExpr) -> str:
+        if isinstance(expr, AffineConstantExpr):
+            return str(int(expr.value))
+        if isinstance(expr, AffineDimExpr):
+            return f"v[{expr.position}]"
+        if isinstance(expr, AffineSymExpr):
+            return f"v[{amap.num_dims + expr.position}]"
+        assert isinstance(expr, AffineBinaryOpExpr)
+        return _BINARY[expr.kind].format(source(expr.lhs), source(expr.rhs))
+
+    results = "".join(f"{source(e)}, " for e in amap.results)
+    return eval(f"lambda v: ({results})")  # noqa: S307  (our own expression text)
