@@ -33,6 +33,7 @@ from xweave.errors import InputError
 from xweave.lowering.te_to_loop import ConvertTeToLoopPass
 from xweave.pipeline import CompiledKernel, compile_kernel
 from xweave.registry import all_passes
+from xweave.runtime.jit import data_address
 from xweave.runtime.kernel import LoadedKernel
 from xweave.target import TargetError, as_target, set_target
 
@@ -93,14 +94,28 @@ class Kernel:
     def __call__(self, *arrays: np.ndarray, out: list[np.ndarray] | None = None):
         if len(arrays) != len(self.input_specs):
             raise InputError(f"{self.name}: expected {len(self.input_specs)} inputs, got {len(arrays)}")
-        args = []
+        inputs = []  # (kept alive through the call: a copy if not contiguous)
         for i, (array, (shape, dtype)) in enumerate(zip(arrays, self.input_specs)):
             if array.shape != tuple(shape) or array.dtype != dtype:
                 raise InputError(f"{self.name}: input {i}: expected {list(shape)} {dtype}, "
                                  f"got {list(array.shape)} {array.dtype}")
-            args.append(np.ascontiguousarray(array))
-        outputs = out if out is not None else [np.empty(s, d) for s, d in self.output_specs]
-        self._loaded(*[a.ctypes.data for a in args], *[o.ctypes.data for o in outputs])
+            inputs.append(np.ascontiguousarray(array))
+        if out is None:
+            outputs = [np.empty(s, d) for s, d in self.output_specs]
+        else:
+            outputs = list(out)
+            if len(outputs) != len(self.output_specs):
+                raise InputError(f"{self.name}: expected {len(self.output_specs)} output "
+                                 f"arrays in out=, got {len(outputs)}")
+            for i, (array, (shape, dtype)) in enumerate(zip(outputs, self.output_specs)):
+                if (not isinstance(array, np.ndarray) or array.shape != tuple(shape)
+                        or array.dtype != dtype or not array.flags.c_contiguous
+                        or not array.flags.writeable):
+                    got = (f"{list(array.shape)} {array.dtype}" if isinstance(array, np.ndarray)
+                           else type(array).__name__)
+                    raise InputError(f"{self.name}: out[{i}]: expected a writable C-contiguous "
+                                     f"{list(shape)} {dtype} array, got {got}")
+        self._loaded(*[data_address(a) for a in (*inputs, *outputs)])
         return outputs[0] if len(outputs) == 1 else outputs
 
 

@@ -18,7 +18,7 @@ from xweave.errors import InputError, ModelError
 from xweave.runtime.abi import ABI_GLOBAL, ARENA, NUM_THREADS_GLOBAL, PROFILE_GLOBAL
 from xweave.runtime.arena import CallStatePool
 from xweave.runtime.elf import ElfError, host_machine_arch, object_symbol, read_header
-from xweave.runtime.jit import JITError, load_object, missing_cpu_features
+from xweave.runtime.jit import JITError, data_address, load_object, missing_cpu_features
 from xweave.runtime.library_export import export_library
 from xweave.runtime.profile import Profile, ProfileError, ProfileSlot, run_profile
 from xweave.runtime.threads import GOVERNOR
@@ -243,7 +243,7 @@ class CompiledModule:
         feeds, chosen = feeds_and_outputs(args, inputs, self.outputs)
         arrays = self._check_inputs(feeds)
         outputs = [np.empty(spec.shape, spec.dtype) for spec in self.outputs]
-        args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+        args = [data_address(a) for a in (*arrays, *outputs)]
         if self._team is not None and time.perf_counter() >= GOVERNOR.next_check:
             self._govern_threads()
         if not self._state_names:
@@ -264,7 +264,7 @@ class CompiledModule:
         self._govern_threads()
         state = self._pool.take()
         try:
-            args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+            args = [data_address(a) for a in (*arrays, *outputs)]
             args += state.pointers
             self._main(*args)
             times = []
@@ -289,7 +289,7 @@ class CompiledModule:
         state = self._pool.take()
         try:
             counters = state.buffers[self._state_names.index(PROFILE_GLOBAL)].view(np.int64)
-            args = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+            args = [data_address(a) for a in (*arrays, *outputs)]
             args += state.pointers
             return run_profile(lambda: self._main(*args), counters[:len(self.profile_slots)],
                                self.profile_slots, repeat)

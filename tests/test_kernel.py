@@ -68,6 +68,31 @@ def test_kernel_rejects_wrong_inputs():
         f()
 
 
+def test_kernel_checks_its_out_arrays_and_takes_any_input_layout():
+    # A wrong out= array would be written past its end; read-only and strided inputs
+    # are read through their data address or a contiguous copy.
+    X = te.placeholder((3, 4), "float32", name="X")
+    Y = te.compute((3, 4), lambda i, j: X[i, j] * 2.0, name="double")
+    f = xweave.build_kernel("double", [X], [Y])
+    x = RNG.standard_normal((4, 3)).astype(np.float32).T  # not C-contiguous
+    for bad, what in ((np.empty((4, 3), np.float32), r"\[3, 4\] float32 array, got \[4, 3\]"),
+                      (np.empty((3, 4), np.float64), "got \\[3, 4\\] float64"),
+                      (np.empty((4, 3), np.float32).T, "C-contiguous"),
+                      ([0.0] * 12, "got list")):
+        with pytest.raises(xweave.InputError, match=what):
+            f(x, out=[bad])
+    with pytest.raises(xweave.InputError, match="expected 1 output arrays"):
+        f(x, out=[])
+    frozen = np.ascontiguousarray(x)
+    frozen.flags.writeable = False
+    with pytest.raises(xweave.InputError, match="writable"):
+        f(x, out=[frozen])
+    out = np.empty((3, 4), np.float32)
+    assert f(frozen, out=[out]) is out
+    np.testing.assert_array_equal(out, x * 2)
+    np.testing.assert_array_equal(f(x), x * 2)
+
+
 def test_scalar_and_vector_math_in_one_kernel():
     # exp/sqrt/abs used on scalars and on 8-lane vectors of one module: each width gets
     # its own intrinsic declaration (llvm.sqrt.v8f32 and a narrower one; float32 exp
