@@ -308,7 +308,7 @@ class ScheduleTask(KernelTask):
         if iterations <= INTERPRETER_LIMIT:
             interpret(self.base_module().clone(), [*inputs, *outputs], entry=self.kernel_name)
             return outputs
-        arrays = [np.ascontiguousarray(a) for a in inputs] + outputs
+        arrays = [np.asarray(a, order="C") for a in inputs] + outputs
         compiled = compile_kernel(self.base_module().clone(), self.kernel_name)
         LoadedKernel(compiled.compiled.object_bytes, self.kernel_name, len(arrays),
                      compiled.params, compiled.arena_bytes)(*[a.ctypes.data for a in arrays])

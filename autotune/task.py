@@ -150,7 +150,7 @@ class JitCandidate(Candidate):
                                     self.params, getattr(self, "arena_bytes", 0))
         self._fn = self._kernel.function
         self._state = self._kernel.pool.take()  # one arena for every timed run
-        inputs = [np.ascontiguousarray(a) for a in self.task.make_inputs(self.seed)]
+        inputs = [np.asarray(a, order="C") for a in self.task.make_inputs(self.seed)]
         self._originals = [a.copy() for a in inputs]
         if getattr(self, "prepacked", None):
             for index, splits, order in self.prepacked:

@@ -297,3 +297,28 @@ def test_graph_widen_weights_keeps_the_results():
     assert str(module) != text and "xi16>" in str(module)
     (after,) = interpret(module, [x])
     np.testing.assert_array_equal(after, before)
+
+
+def test_tuning_measures_a_quantized_conv_with_scalar_arguments(tmp_path):
+    """The tuner's candidates take the kernel's arrays as the kernel declares them,
+    0-d ones included (a fused DequantizeLinear's scale and zero point): a candidate
+    builds, runs and computes what the unscheduled kernel computes."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from xweave.autotune.kernel_tasks import extract_tasks
+
+    model = _qlinear_conv_model()
+    graph = model.graph
+    graph.node.append(helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["f"]))
+    del graph.output[:]
+    graph.output.append(helper.make_tensor_value_info("f", TensorProto.FLOAT, None))
+    path = tmp_path / "qdq.onnx"
+    onnx.save(model, path)
+    task = next(t for t in extract_tasks(path) if "conv2d" in t.workload_key
+                and any(shape == () for shape, _ in t.input_specs()))
+    candidate = task.build(task.default_point())
+    candidate.setup()
+    candidate.run()
+    candidate.check()
+    assert candidate.outputs()[0].dtype == np.float32
