@@ -87,7 +87,20 @@ class IntegerDot(BlockedReduction):
         # blocking, one reduction split (the dot's) and no unrolled reduction.
         knobs.update(pack_rows=[False], k_block=[0], m_block=[0], reduce_split=[1],
                      unroll_reduce=[False])
+        if not self._ragged_rows_ok(info):
+            # Whole row tiles: a ragged last one would guard every load of the
+            # reduction (reading the data in place, not from panels padded to whole
+            # tiles), which the dot cannot take (a 6-row tile of 128 ran scalar, 15x
+            # slower).
+            rows = info.anchor.spatial[self._axes(info.anchor)[0]][1]
+            knobs["tile_rows"] = [r for r in knobs["tile_rows"] if rows % r == 0]
         return knobs
+
+    def valid(self, info: KernelInfo, config: dict) -> bool:
+        # Rows are never packed here: `_ragged_rows_ok` alone says whether a ragged last
+        # row tile computes whole (reading a padded input grown to whole tiles), as
+        # `default_config` takes it.
+        return super().valid(info, dict(config, pack_rows=True))
 
     def _ragged_rows_ok(self, info: KernelInfo) -> bool:
         # The data is not packed into row panels: a ragged last row tile under an

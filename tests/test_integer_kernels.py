@@ -322,3 +322,65 @@ def test_tuning_measures_a_quantized_conv_with_scalar_arguments(tmp_path):
     candidate.run()
     candidate.check()
     assert candidate.outputs()[0].dtype == np.float32
+
+
+def test_integer_dot_row_tiles_are_whole_unless_the_input_is_padded(tmp_path):
+    """A quantized dense reads its data in place: only row tiles dividing the rows are
+    in its space (a ragged one guarded every load, the dot refused it and the tile ran
+    scalar), and each builds with the dot. A quantized conv at 7x7 reads a padded input
+    grown to whole tiles: its default ragged 4-row tile is a point of its space."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from xweave.autotune.kernel_tasks import extract_tasks
+
+    rng = np.random.default_rng(1)
+    inits = {"as": np.float32(0.05), "az": np.array(7, np.uint8),
+             "b": rng.integers(-127, 128, (64, 32)).astype(np.int8),
+             "bs": np.float32(0.01), "bz": np.array(0, np.int8),
+             "ys": np.float32(0.3), "yz": np.array(90, np.uint8)}
+    graph = helper.make_graph(
+        [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])],
+        "g", [helper.make_tensor_value_info("a", TensorProto.UINT8, [12, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              tmp_path / "qmm.onnx")
+    (task,) = [t for t in extract_tasks(tmp_path / "qmm.onnx")
+               if t.schedule_template.name == "integer-dot"]
+    rows = task.knobs["tile_rows"]
+    assert rows and all(12 % r == 0 for r in rows) and max(rows) == 12
+    config = dict(task.schedule_template.default_config(task.info), tile_rows=max(rows),
+                  tile_cols=8)
+    point = task.space.point_of({k: config[k] for k in task.knobs})
+    assert any(s.startswith("loop-dot{") for s in task.schedule(point).split("},"))
+    candidate = task.build(point)
+    candidate.setup()
+    candidate.run()
+    candidate.check()
+
+    conv = _seven_by_seven_qconv(tmp_path / "qconv.onnx")
+    (task,) = [t for t in extract_tasks(conv) if t.schedule_template.name == "integer-dot"]
+    default = task.schedule_template.default_config(task.info)
+    assert 7 % default["tile_rows"] != 0
+    assert task.schedule_template.valid(task.info, default)
+    assert task.space.point_of({k: default[k] for k in task.knobs}) == task.default_point()
+
+
+def _seven_by_seven_qconv(path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    inits = {"xs": np.float32(0.02), "xz": np.array(3, np.uint8),
+             "w": rng.integers(-127, 128, (64, 64, 3, 3)).astype(np.int8),
+             "ws": np.full(64, 0.01, np.float32), "wz": np.zeros(64, np.int8),
+             "ys": np.float32(0.5), "yz": np.array(100, np.uint8)}
+    nodes = [helper.make_node("QLinearConv", [x, "xs", "xz", "w", "ws", "wz", "xs", "xz"], [y],
+                              pads=[1, 1, 1, 1]) for x, y in (("x", "h"), ("h", "y"))]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 64, 7, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
