@@ -25,9 +25,11 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -178,7 +180,8 @@ class _Worker:
         # parent's alone.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self.process.start()
+            with _main_module_hidden():
+                self.process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         child.close()
@@ -216,7 +219,7 @@ class _Worker:
                 pass
             self.conn.close()
             self.conn = None
-        if self.process is not None:
+        if self.process is not None and self.process.pid is not None:  # (it started)
             self.process.join(timeout=2)
             if self.process.is_alive():
                 self.process.kill()
@@ -224,6 +227,28 @@ class _Worker:
             self.process = None
         self.job = None
         self.prepared = None
+
+
+@contextmanager
+def _main_module_hidden():
+    """A spawned process re-runs the parent's `__main__` script (as `__mp_main__`)
+    unless it cannot find it: a script calling `xweave.build(schedule="measure")` or
+    `xweave tune` without an `if __name__ == "__main__":` guard would build again in
+    every worker and fail to start it. The workers run xweave's code only, so they are
+    started without it."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
+             if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None  # (read as an attribute: it must exist)
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 @dataclass
