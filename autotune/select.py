@@ -16,6 +16,11 @@
   (`database.py`), so each distinct kernel is measured once per machine, whatever
   model it is in; later builds read them back. This is what cuDNN's benchmark mode and
   `torch.compile(mode="max-autotune")` do, with the ranking model deciding what to time.
+  A build measures within a budget (`MEASURING_BUDGET`): the kernels with the most
+  work first (flops x calls, as Ansor's task scheduler weighs tasks), until the time
+  spent compiling and timing candidates reaches what compiling the model's kernels
+  once costs (estimated from the candidates' own build times); the rest keep their
+  defaults, and the next build of a model with them measures the next ones.
 
 A mode's choices reach the compiler as a records file of one record per kernel
 (`choose_schedules`), which `schedule-kernels{tuning-records=...}` applies as it applies
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +56,12 @@ logger = logging.getLogger(__name__)
 
 CANDIDATES = 4
 """Schedules timed per kernel in `measure` mode: the default and the model's best."""
+
+MEASURING_BUDGET = 1.0
+"""What one build may spend measuring, as a multiple of the estimated time of compiling
+its distinct kernels once (so a measuring build takes about twice a plain one): each
+measured kernel costs CANDIDATES builds, so a first build measures about a quarter of
+a model's kernels, the heaviest."""
 
 PROPOSALS = 256
 """Points of a kernel's space the ranking model scores (the default's neighbours, then
@@ -153,29 +165,72 @@ def _measured(tasks: Sequence[ScheduleTask]) -> list[dict | None]:
     target = tasks[0].target
     known = {r["workload"] for r in db.records([t.workload_key for t in tasks], target)
              if r.get("baseline")}
-    todo = [t for t in tasks if t.workload_key not in known]
+    todo = sorted((t for t in tasks if t.workload_key not in known),
+                  key=lambda t: -t.flops * t.weight)
     if todo:
-        logger.log(NOTE, "measuring %d candidate schedules of %d kernel(s) on this machine "
-                   "(once: kept in %s)", CANDIDATES * len(todo), len(todo), db.path)
         builder, runner = measuring_tools()
+        budget = _Budget(len(tasks), compile_jobs())
+        measured_count = 0
         try:
             for task in todo:
+                if measured_count and budget.spent():
+                    break
+                start = _clock()
                 with timing_scope("measure"):
                     points = proposals(task, CANDIDATES)
                     results = runner.run(task, builder.build(task, points))
+                budget.charge(_clock() - start, results)
+                measured_count += 1
                 records = []
                 for point, result in zip(points, results):
                     record = make_record(task, point, result, tuner="measure")
                     if point == points[0]:
                         record["baseline"] = True  # the default: what a choice must beat
                     records.append(record)
-                db.add(records)
+                if records and is_ok(records[0]):
+                    db.add(records)
+                else:  # the default itself failed: the measuring, not the kernel; not kept
+                    logger.warning("measuring %s failed (%s): it keeps its default schedule",
+                                   task.workload_key.split("#")[0],
+                                   records[0]["result"]["error_msg"] if records else "no result")
         finally:
             builder.close()
             runner.close()
+        left = len(todo) - measured_count
+        logger.log(NOTE, "measured %d candidate schedules of %d kernel(s) on this machine "
+                   "(kept in %s)%s", CANDIDATES * measured_count, measured_count, db.path,
+                   f"; {left} lighter kernel(s) keep their defaults until a later build "
+                   "measures them" if left else "")
     measured = db.records([t.workload_key for t in tasks], target)
     return [_fastest(task, [r for r in measured if r["workload"] == task.workload_key])
             for task in tasks]
+
+
+class _Budget:
+    """The measuring a build may do (`MEASURING_BUDGET`): the wall time spent choosing,
+    compiling and timing candidates, against the build's own compilation, estimated
+    from the candidates' compile times (in the workers: what compiling the kernel
+    once costs here) times the build's distinct kernels, over the compile jobs."""
+
+    def __init__(self, kernels: int, jobs: int):
+        self.kernels = kernels
+        self.jobs = max(1, jobs)
+        self.build_times: list[float] = []
+        self.spent_seconds = 0.0
+
+    def charge(self, seconds: float, results: Sequence) -> None:
+        self.spent_seconds += seconds
+        self.build_times += [r.build_time for r in results if r.build_time > 0]
+
+    def spent(self) -> bool:
+        if not self.build_times:
+            return True  # nothing compiled: measuring does not work here
+        mean_build = sum(self.build_times) / len(self.build_times)
+        return self.spent_seconds >= MEASURING_BUDGET * self.kernels * mean_build / self.jobs
+
+
+_clock = time.perf_counter
+"""The clock the budget reads (tests advance a fake one)."""
 
 
 def measuring_tools() -> tuple[LocalBuilder, LocalRunner]:

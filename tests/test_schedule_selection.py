@@ -4,6 +4,7 @@ damaged or concurrently written database never breaks a build, the model mode is
 deterministic, and the shipped ranking model ranks recorded candidates in order."""
 
 import json
+import math
 import multiprocessing
 import warnings
 
@@ -105,6 +106,55 @@ def test_a_damaged_database_is_discarded_with_a_warning(fake_timer):
         assert any(r.get("baseline") for r in db.all_records())
 
 
+class SlowFakeTimer(FakeTimer):
+    """FakeTimer taking what real candidates take on a fake clock: 1 s to build each
+    (one compile job), 0.1 s to time it."""
+
+    def __init__(self):
+        super().__init__()
+        self.clock = 0.0
+        self.tasks = []
+
+    def build(self, task, points):
+        self.clock += 1.0 * len(points)
+        return [BuildResult(tuple(p), None, build_time=1.0) for p in points]
+
+    def run(self, task, builds):
+        self.clock += 0.1 * len(builds)
+        self.tasks.append(task.workload_key)
+        return [MeasureResult(r.point, r.costs, r.gflops, build_time=1.0, run_time=0.1)
+                for r in super().run(task, builds)]
+
+
+def test_measuring_takes_the_heaviest_kernels_first_within_its_budget(monkeypatch):
+    """With candidates that cost what real ones do, a build measures the kernels with
+    the most work first and stops at its budget (about its own compile time); the next
+    build measures the next ones, and builds of a kernel already measured time nothing."""
+    from xweave.autotune.kernel_tasks import extract_tasks
+
+    timer = SlowFakeTimer()
+    monkeypatch.setattr(select, "measuring_tools", lambda: (timer, timer))
+    monkeypatch.setattr(select, "compile_jobs", lambda: 1)
+    monkeypatch.setattr(select, "_clock", lambda: timer.clock)
+    rng = np.random.default_rng(2)
+    channels = [8, 16, 32, 8, 24]
+    nodes, inits = [], {}
+    for i, (a, b) in enumerate(zip(channels, channels[1:])):
+        inits[f"w{i}"] = rng.standard_normal((b, a, 3, 3)).astype(np.float32)
+        nodes.append(helper.make_node("Conv", [f"h{i}" if i else "x", f"w{i}"], [f"h{i + 1}"],
+                                      pads=[1, 1, 1, 1]))
+    model = onnx_model(nodes, [("x", [1, 8, 8, 8])], [f"h{len(nodes)}"], inits)
+    tasks = extract_tasks(model)
+    heaviest = [t.workload_key for t in sorted(tasks, key=lambda t: -t.flops * t.weight)]
+    # each measured kernel costs 4 builds of 1 s + 4 runs of 0.1 s; the budget is one
+    # build per kernel of the model
+    per_build = math.ceil(len(tasks) / (select.CANDIDATES * (1.0 + 0.1)))
+    xweave.build(model, schedule="measure", cache=False)
+    assert timer.tasks == heaviest[:per_build] and per_build < len(tasks)
+    xweave.build(model, schedule="measure", cache=False)
+    assert timer.tasks == heaviest[:2 * per_build]
+
+
 def _append(path: str, worker: int) -> None:
     db = ScheduleDatabase(path)
     for i in range(50):
@@ -157,3 +207,28 @@ def test_modes_on_the_command_line(tmp_path):
         xweave.build(_conv_model(), schedule="fastest")
     with pytest.raises(XweaveError, match="give one of them"):
         xweave.build(_conv_model(), schedule="model", tuning_records=tmp_path / "r.jsonl")
+
+
+def test_a_script_without_a_main_guard_measures(tmp_path):
+    """Measuring workers are spawned processes, which re-run the parent's script unless
+    told otherwise: a script calling `xweave.build(schedule="measure")` at its top
+    level built again in every worker and measured nothing (tracebacks, a 3x slower
+    build). Its candidates are timed and kept now."""
+    import os
+    import subprocess
+    import sys
+
+    onnx_path = tmp_path / "conv.onnx"
+    onnx_path.write_bytes(_conv_model().SerializeToString())
+    script = tmp_path / "script.py"
+    script.write_text("import xweave\n"
+                      f"xweave.build({str(onnx_path)!r}, schedule='measure', cache=False)\n"
+                      "print('built')\n")
+    env = dict(os.environ, XWEAVE_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "built", done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    (db,) = (tmp_path / "cache" / "schedules").glob("*.jsonl")
+    records = [json.loads(line) for line in db.read_text().splitlines()]
+    assert records and all(r["result"]["error_no"] == 0 for r in records)
