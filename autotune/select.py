@@ -125,13 +125,14 @@ def choose_schedules(module: ModuleOp, options: CompileOptions, mode: str,
     if schedule_mode(mode) == "default":
         return None
     with timing_scope(f"choose schedules ({mode})"):
+        started = _clock()
         tasks = extract_tasks(None, module=module, options=options)
         if not tasks:
             return None
         if mode == "model":
             chosen = [_predicted(task, model_choice(task)) for task in tasks]
         else:
-            chosen = _measured(tasks)
+            chosen = _measured(tasks, _clock() - started)
         chosen = [r for r in chosen if r is not None]
         return _schedule_file(chosen, folder) if chosen else None
 
@@ -158,9 +159,10 @@ class _Prediction:
     number = 0
 
 
-def _measured(tasks: Sequence[ScheduleTask]) -> list[dict | None]:
-    """Measure the proposals of the kernels this machine's database does not know yet,
-    then choose from the database."""
+def _measured(tasks: Sequence[ScheduleTask], spent: float = 0.0) -> list[dict | None]:
+    """Measure the proposals of the kernels this machine's database does not know yet
+    (within the budget, of which `spent` seconds went into finding the kernels), then
+    choose from the database."""
     db = ScheduleDatabase.for_host()
     target = tasks[0].target
     known = {r["workload"] for r in db.records([t.workload_key for t in tasks], target)
@@ -169,7 +171,7 @@ def _measured(tasks: Sequence[ScheduleTask]) -> list[dict | None]:
                   key=lambda t: -t.flops * t.weight)
     if todo:
         builder, runner = measuring_tools()
-        budget = _Budget(len(tasks), compile_jobs())
+        budget = _Budget(len(tasks), compile_jobs(), spent)
         measured_count = 0
         try:
             for task in todo:
@@ -207,16 +209,16 @@ def _measured(tasks: Sequence[ScheduleTask]) -> list[dict | None]:
 
 
 class _Budget:
-    """The measuring a build may do (`MEASURING_BUDGET`): the wall time spent choosing,
-    compiling and timing candidates, against the build's own compilation, estimated
+    """The measuring a build may do (`MEASURING_BUDGET`): the wall time spent finding
+    the kernels, choosing, compiling and timing candidates, against the build's own compilation, estimated
     from the candidates' compile times (in the workers: what compiling the kernel
     once costs here) times the build's distinct kernels, over the compile jobs."""
 
-    def __init__(self, kernels: int, jobs: int):
+    def __init__(self, kernels: int, jobs: int, spent: float = 0.0):
         self.kernels = kernels
         self.jobs = max(1, jobs)
         self.build_times: list[float] = []
-        self.spent_seconds = 0.0
+        self.spent_seconds = spent
 
     def charge(self, seconds: float, results: Sequence) -> None:
         self.spent_seconds += seconds
