@@ -99,15 +99,17 @@ class ScheduleTask(KernelTask):
 
     @classmethod
     def from_kernel(cls, kernel: func.FuncOp, weight: int = 1,
-                    constants: Sequence[int] = ()) -> ScheduleTask:
-        from xweave.schedules.workload import kernel_key, kernel_text  # lazy: see the note above
+                    constants: Sequence[int] = (), key: str | None = None) -> ScheduleTask:
+        """The task of `kernel` (`key`: its `kernel_key`, if known already)."""
+        from xweave.schedules.workload import kernel_key, kernel_module, module_text  # lazy: see the note above
         from xweave.target import target_of
 
         # The key leaves the target out (the same kernel tuned for two targets is one
         # workload, its records told apart by their `target`); the task's module has it.
-        task = cls(_pack(kernel_text(kernel, target=target_of(kernel))), kernel_key(kernel),
-                   constants)
+        module = kernel_module(kernel, target=target_of(kernel))
+        task = cls(_pack(module_text(module)), key or kernel_key(kernel), constants)
         task.weight = weight
+        task._cache["base"] = module  # what parsing its text gives, without parsing it
         return task
 
     @property
@@ -396,7 +398,7 @@ def extract_tasks(model, input_shapes: dict[str, tuple[int, ...]] | None = None,
             tasks[key].weight += max(calls, 1)
             continue
         task = ScheduleTask.from_kernel(kernel, max(calls, 1),
-                                        constants.get(kernel.sym_name.data, ()))
+                                        constants.get(kernel.sym_name.data, ()), key)
         if task.space.size > 1:
             tasks[key] = task
     return sorted(tasks.values(), key=lambda t: (not t.is_reduction, -t.weight * t.flops))

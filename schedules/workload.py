@@ -30,15 +30,25 @@ def _print(op) -> str:
     return stream.getvalue()
 
 
-def kernel_text(kernel: func.FuncOp, name: str | None = None, target=None) -> str:
-    """A `builtin.module` holding a copy of `kernel` (renamed to `name`), as text; with
-    `target`, the module records it (`xweave.target`)."""
+def kernel_module(kernel: func.FuncOp, name: str | None = None, target=None) -> ModuleOp:
+    """A `builtin.module` holding a copy of `kernel` (renamed to `name`); with `target`,
+    the module records it (`xweave.target`)."""
     copy = kernel.clone()
     if name is not None:
         copy.sym_name = type(copy.sym_name)(name)
     module = ModuleOp([copy])
     if target is not None:
         set_target(module, target)
+    return module
+
+
+def kernel_text(kernel: func.FuncOp, name: str | None = None, target=None) -> str:
+    """`kernel_module` as text."""
+    return module_text(kernel_module(kernel, name, target))
+
+
+def module_text(module: ModuleOp) -> str:
+    """A module as text (xDSL's generic printer, as the workload digest reads it)."""
     return _print(module)
 
 

@@ -84,6 +84,26 @@ def test_extract_tasks_dedupes_equal_kernels_and_orders_by_cost(model):
     assert conv.config(conv.default_point()) == conv.schedule_template.default_config(conv.info)
 
 
+def test_tasks_of_a_module_take_its_kernels_without_reparsing_them(model, monkeypatch):
+    """A model's tasks (for measure mode and the tuner) hold copies of its kernels: the
+    kernel text kept for pickling is not parsed back (the parsing took 3/4 of finding
+    ResNet-18's tasks); a pickled task parses it, to the same schedules."""
+    import xweave.context
+
+    module = loop_stage(model)
+    expected = {t.workload_key: t.schedule(t.default_point()) for t in extract_tasks(model)}
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed a kernel's text")
+
+    monkeypatch.setattr(xweave.context, "parse_module", refuse)
+    tasks = extract_tasks(None, module=module)
+    assert {t.workload_key: t.schedule(t.default_point()) for t in tasks} == expected
+    monkeypatch.undo()
+    clone = pickle.loads(pickle.dumps(tasks[0]))
+    assert clone.schedule(clone.default_point()) == expected[clone.workload_key]
+
+
 def test_the_space_excludes_register_blocks_that_cannot_fit_the_registers(tmp_path):
     from xweave.schedules.templates import lanes_of, vectors_in
     from xweave.target import machine_model
