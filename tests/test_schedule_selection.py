@@ -155,6 +155,32 @@ def test_measuring_takes_the_heaviest_kernels_first_within_its_budget(monkeypatc
     assert timer.tasks == heaviest[:2 * per_build]
 
 
+class SpikyFakeTimer(FakeTimer):
+    """FakeTimer whose candidates with the most rows each had one run that waited for
+    the core (10x its time): slower on average, fastest run for run."""
+
+    def run(self, task, builds):
+        results = super().run(task, builds)
+        top = max(r.gflops for r in results)
+        out = []
+        for r in results:
+            costs = [r.costs[0] * 0.5, r.costs[0] * 0.5, r.costs[0] * 10] if r.gflops == top \
+                else [r.costs[0]] * 3
+            out.append(MeasureResult(r.point, costs, task.flops / (sum(costs) / 3) / 1e9))
+        return out
+
+
+def test_measure_mode_compares_candidates_by_their_fastest_run(monkeypatch, tmp_path):
+    timer = SpikyFakeTimer()
+    monkeypatch.setattr(select, "measuring_tools", lambda: (timer, timer))
+    xweave.build(_conv_model(), schedule="measure", cache=False, dump_ir=tmp_path / "ir")
+    (chosen,) = [json.loads(line) for line in (tmp_path / "ir" / "schedules.jsonl").open()]
+    records = [r for r in ScheduleDatabase.for_host().all_records()
+               if r["workload"] == chosen["workload"]]
+    assert chosen["result"]["costs"] == min((r["result"]["costs"] for r in records), key=min)
+    assert chosen["result"]["gflops"] < max(r["result"]["gflops"] for r in records)
+
+
 def _append(path: str, worker: int) -> None:
     db = ScheduleDatabase(path)
     for i in range(50):
