@@ -105,6 +105,12 @@ RAGGED_MAX_EXTENT = 16
 RAGGED_FALLBACK = 0.6
 """...unless the dividing blocks are this poor (a prime row count such as ViT's 197
 tokens divides only into 1-row tiles, which run a third of the FMA rate)."""
+STREAM_MIN_ROWS = 4
+"""Reduction steps a matrix-vector product's K blocks take at least (`_streamed`): the
+output vectors are loaded and stored once per block, around this many FMAs each."""
+STREAM_MIN_BYTES = 4096
+"""Contiguous bytes of each matrix row a column block of a matrix-vector product reads
+at least (a page: the hardware prefetcher does not cross one)."""
 ROW_BLOCK_L3_SHARE = 4
 """Below K blocking, the rows are blocked (m_block) when the row operand is bigger
 than L3 / this: a block of it is re-read from L3 by every column panel, instead of the
@@ -300,6 +306,7 @@ class BlockedReduction(Template):
         w = self._outer_rows_axis(anchor)
         # (only whole tiles: a ragged one would be guarded around the pixel block)
         mw = [1] if w is None else [d for d in divisors(anchor.spatial[w][1]) if d <= 8]
+        smallest_k_block = STREAM_MIN_ROWS if self._streamed(info) else 32
         return {"tile_rows": mu, "tile_cols": nv, "tile_rows_outer": mw, "parallel": [True, False],
                 # the order of the reduction loops inside a tile (rc,ry,rx / ry,rx,rc...)
                 "reduce_order": [",".join(p) for p in itertools.permutations(reduce)][:24],
@@ -310,7 +317,7 @@ class BlockedReduction(Template):
                 # GotoBLAS blocking of a single reduction (0: off): k_block reduction
                 # steps per pass over the output, m_block rows per block of the other
                 # operand (rounded down to whole row tiles dividing the rows)
-                "k_block": [0] + ([f for f in divisors(first) if 32 <= f < first]
+                "k_block": [0] + ([f for f in divisors(first) if smallest_k_block <= f < first]
                                   if self._k_blockable(info) else []),
                 "m_block": [0] + ([64, 128, 192, 256, 384, 512]
                                   if self._k_blockable(info) else []),
@@ -347,6 +354,18 @@ class BlockedReduction(Template):
         (no epilogue computed on the tile)."""
         anchor = info.anchor
         return anchor.is_output and len(anchor.reduce) == 1
+
+    def _streamed(self, info: KernelInfo) -> bool:
+        """A matrix-vector product reading its matrix in place (a single row of output,
+        so no panel of the matrix is worth packing): K-blocked, it streams whole rows
+        of the matrix instead of reading a column tile's few lines from every row (a
+        page apart: the prefetcher does not follow, each line waits for L3)."""
+        if not self._k_blockable(info):
+            return False
+        anchor = info.anchor
+        u, v = self._axes(anchor)
+        return anchor.spatial[u][1] == 1 and not self._pack_plan(
+            info, anchor, v, 2 * info.machine.lanes, False)
 
     def default_config(self, info: KernelInfo) -> dict:
         """The register block (rows x cols outputs) that keeps the FMA units busiest:
@@ -453,6 +472,13 @@ class BlockedReduction(Template):
             return 0, 0
         extent = info.anchor.reduce[0][1]
         machine = info.machine
+        if self._streamed(info):
+            # K blocks of a matrix-vector product: as many matrix rows as fill half of
+            # L1 (the output row stays there between blocks), at least STREAM_MIN_ROWS.
+            row_bytes = info.anchor.spatial[self._axes(info.anchor)[1]][1] * 4
+            blocks = [f for f in self.knobs(info)["k_block"] if f]
+            fitting = [f for f in blocks if f * row_bytes <= machine.l1_bytes // 2]
+            return (max(fitting) if fitting else min(blocks, default=0)), 0
         row_block_bytes = machine.l3_bytes // ROW_BLOCK_L3_SHARE
         if extent * cols * 4 < machine.l2_bytes:
             # Row blocks only, once the row operand no longer stays in L3 while the
@@ -623,8 +649,19 @@ class BlockedReduction(Template):
         outer = [n for d, n in enumerate(names) if d not in (u, v)]
         cols_outer = f"{names[v]}.outer"
         tile_inner = [f"{names[u]}.inner", f"{names[v]}.inner"]
-        order = [*outer, *row_loops[:-1], *k_outer, cols_outer, row_loops[-1], k_inner,
-                 *tile_inner]
+        column_blocks = []
+        if k_block and self._streamed(info):
+            # Blocks of column tiles outside k.outer, in parallel: each thread streams
+            # its part of every row, and a call forks once, not once per K block.
+            col_tiles = -(-anchor.spatial[v][1] // cols)
+            per = next(d for d in divisors(col_tiles)
+                       if d * cols * 4 >= STREAM_MIN_BYTES or d == col_tiles)
+            if per < col_tiles:
+                steps.append(step("loop-split", k, loop=cols_outer, factor=per))
+                column_blocks = [f"{cols_outer}.outer"]
+                cols_outer = f"{cols_outer}.inner"
+        order = [*outer, *column_blocks, *row_loops[:-1], *k_outer, cols_outer, row_loops[-1],
+                 k_inner, *tile_inner]
         steps.append(step("loop-reorder", k, order=order))
         layout = [d for d in range(len(names)) if d not in (u, v)] + [u, v]
         axes = [n.split(".", 1)[1] for n in (names[u], names[v])]
@@ -663,8 +700,12 @@ class BlockedReduction(Template):
             # K blocking: the row blocks in parallel (parallel column panels under
             # k.outer fork per block and step: measured 2x slower); row blocks only:
             # the column panels, so that the threads share the row block in cache.
-            steps.append(step("loop-parallel", k, loop=busy[0] if busy else
-                              row_loops[0] if k_block and len(row_loops) > 1 else cols_outer))
+            # (A matrix-vector product's rows too short to split run on one thread.)
+            loop = (busy[0] if busy else column_blocks[0] if column_blocks else
+                    None if k_block and self._streamed(info) else
+                    row_loops[0] if k_block and len(row_loops) > 1 else cols_outer)
+            if loop is not None:
+                steps.append(step("loop-parallel", k, loop=loop))
             if k_block and anchor.spatial[0][1] > 1:
                 steps.append(step("loop-parallel", k, loop=init[0]))
         for stage in info.stages:
