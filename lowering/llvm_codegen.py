@@ -5,9 +5,12 @@
 
 `compile_llvm` converts the xDSL llvm dialect to LLVM IR (`_convert_module`), runs
 LLVM's new pass manager at O3 for the module's target CPU and features (`xweave.target`,
-see `xweave.target`; loop and SLP vectorization on), and keeps the optimized IR, the
-object bytes and (lazily) the assembly. The object is position independent, so the same
-bytes load in this process, load in a fresh one, or link into a shared library.
+see `xweave.target`; loop and SLP vectorization on), and keeps the object bytes and
+(lazily) the optimized IR and the assembly. Each translation unit (@main, each kernel
+with its outlined loops) is optimized and compiled to machine code in a worker of its
+own, and the units' objects are merged into one (`lowering.object_merge`). The object
+is position independent, so the same bytes load in this process, load in a fresh one,
+or link into a shared library.
 
 Parameters are bound through a per-object pointer table, not through symbols:
 `compile_llvm` turns every `llvm.mlir.global external @xweave_param_<name>` into an
@@ -47,6 +50,7 @@ from xweave.parallel import map_forked
 from xweave.context import parse_module
 from xweave.errors import ModelError
 from xweave.lowering.llvm_loops import NO_LLVM_UNROLL
+from xweave.lowering.object_merge import merge_objects
 from xweave.lowering.loop_to_llvm import CALL_STATE_ATTR
 from xweave.passes.memory_plan import PEAK_ATTR
 from xweave.passes.profile_kernels import FLOPS_ATTR, KERNELS_ATTR
@@ -78,13 +82,24 @@ class CompiledObject:
 
     object_bytes: bytes
     """A relocatable, position-independent ELF object."""
-    llvm_ir: str
-    """The LLVM IR after O3."""
     param_names: tuple[str, ...]
     """Names of the parameters (without prefix), in the order of the object's table."""
     target: Target = field(default_factory=Target)
     """The (resolved) CPU target the code was generated for."""
+    _bitcode: tuple[bytes, ...] = field(default=(), repr=False)
+    """The optimized units, as bitcode (linked into `llvm_ir` on first access)."""
+    _llvm_ir: str | None = field(default=None, repr=False)
     _assembly: str | None = field(default=None, repr=False)
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR after O3: the units linked into one module (made on first access)."""
+        if self._llvm_ir is None:
+            mod = llvm_binding.parse_bitcode(self._bitcode[0])
+            for other in self._bitcode[1:]:
+                mod.link_in(llvm_binding.parse_bitcode(other))
+            self._llvm_ir = str(mod)
+        return self._llvm_ir
 
     @property
     def assembly(self) -> str:
@@ -120,26 +135,23 @@ def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None
         resolved = (as_target(target) if target is not None else target_of(module)).resolve()
         extra = {**abi, "target": target_description(resolved)} if abi is not None else None
         units, param_names = _units(module, resolved, extra)
-    tm = target_machine(resolved)
-    # Each unit (@main, each kernel) is translated and optimized on its own, in
-    # parallel (`xweave.parallel`); the optimized units are linked into one module,
-    # whose machine code is generated once.
+    # Each unit (@main, each kernel) is translated, optimized and compiled to machine
+    # code on its own, in parallel (`xweave.parallel`); the units' objects are merged
+    # into one (`object_merge`: the code of every function stays what its unit's
+    # object holds, as it was when the linked units were emitted as one module).
     order = sorted(range(len(units)), key=lambda i: -units[i].size) \
         if all(hasattr(u, "size") for u in units) else None
-    bitcode = map_forked(len(units), lambda i: _optimized_bitcode(units[i](), resolved),
-                         order=order)
-    with timing.scope("link"):
-        mod = llvm_binding.parse_bitcode(bitcode[0])
-        for other in bitcode[1:]:
-            mod.link_in(llvm_binding.parse_bitcode(other))
-    optimized = str(mod)
-    with timing.scope("LLVM code generation"):
-        object_bytes = tm.emit_object(mod)
-    return CompiledObject(object_bytes, optimized, param_names, resolved)
+    compiled = map_forked(len(units), lambda i: _compiled_unit(units[i](), resolved),
+                          order=order)
+    with timing.scope("merge objects"):
+        object_bytes = merge_objects([obj for _, obj in compiled])
+    return CompiledObject(object_bytes, param_names, resolved,
+                          _bitcode=tuple(bitcode for bitcode, _ in compiled))
 
 
-def _optimized_bitcode(text: str, target: Target) -> bytes:
-    """One unit's LLVM IR, verified and optimized (O3) for `target`, as bitcode."""
+def _compiled_unit(text: str, target: Target) -> tuple[bytes, bytes]:
+    """One unit's LLVM IR, verified and optimized (O3) for `target`: its bitcode and
+    its machine code (a relocatable object)."""
     tm = target_machine(target)
     try:
         with timing.scope("parse LLVM IR"):
@@ -151,7 +163,14 @@ def _optimized_bitcode(text: str, target: Target) -> bytes:
         raise JITError(f"LLVM rejected the generated IR: {e}") from None
     with timing.scope("LLVM O3"):
         _optimize(mod, tm)
-    return mod.as_bitcode()
+    bitcode = mod.as_bitcode()
+    with timing.scope("LLVM code generation"):
+        # From the bitcode read back, not from `mod`: reading drops the order of the
+        # use lists, which the code generator follows (the order of a block's
+        # predecessors, ...). Read back, each function's machine code is the one the
+        # units linked into one module (from their bitcode) had.
+        object_bytes = tm.emit_object(llvm_binding.parse_bitcode(bitcode))
+    return bitcode, object_bytes
 
 
 def translate_to_llvm_ir(module: ModuleOp) -> str:
