@@ -385,7 +385,7 @@ def _units(module: ModuleOp, target: Target, abi: Mapping[str, object] | None
 def _references(function: llvm.FuncOp) -> set[str]:
     """The symbols `function`'s ops name (callees, addresses taken)."""
     found = set()
-    for op in function.walk():
+    for op in _walk_list(function):
         for attr in (*op.properties.values(), *op.attributes.values()):
             if isinstance(attr, SymbolRefAttr):
                 found.add(attr.root_reference.data)
@@ -572,7 +572,7 @@ def _with_loop_ids(text: str) -> str:
 def _uses_params(op: llvm.FuncOp, params: Mapping[str, object]) -> bool:
     return any(
         isinstance(o, llvm.AddressOfOp) and o.global_name.root_reference.data in params
-        for o in op.walk()
+        for o in _walk_list(op)
     )
 
 

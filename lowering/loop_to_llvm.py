@@ -98,6 +98,7 @@ from xweave.lowering.llvm_params import (
 from xweave.lowering.llvm_parallel import lower_parallel_for, num_threads_global
 from xweave.lowering.llvm_integer import INTEGER_LOWERINGS
 from xweave.lowering.llvm_scalar import SCALAR_LOWERINGS
+from xweave.passes.loop_utils import walk_list
 
 __all__ = [
     "FOR_LOWERINGS",
@@ -326,7 +327,7 @@ class _ModuleLowering:
             return value, 0, UNBOUNDED
 
         for function in functions:
-            for op in function.walk():
+            for op in walk_list(function):
                 if not isinstance(op, func.CallOp):
                     continue
                 callee = op.callee.root_reference.data
