@@ -133,6 +133,126 @@ def map_forked(count: int, work: Callable[[int], Value], jobs: int | None = None
     return [results[i] for i in range(count)]
 
 
+class TwoPhases:
+    """`[first(i) for i in range(count)]`, then, given a value computed from those
+    (`shared`), `[second(i, shared) for i in range(count)]`, in forked workers: each
+    worker runs `second` for the items it ran `first` for, in the same process, so
+    that what `first` made there (kept by the work functions) is there for `second`.
+
+        with TwoPhases(len(units), lower, compile) as phases:
+            reports = phases.first()        # every first(i), pickled back
+            objects = phases.second(merge(reports))   # `shared` sent to every worker
+
+    The workers fork when it is entered; in this process when one worker is all there
+    would be (`workers`). Leaving it without `second` (an error, a change of plan)
+    ends the workers."""
+
+    def __init__(self, count: int, first: Callable[[int], Value],
+                 second: Callable[[int, Any], Any], jobs: int | None = None,
+                 order: Sequence[int] | None = None):
+        self.count = count
+        self._first, self._second = first, second
+        self._jobs = workers(count, jobs)
+        self._order = list(range(count)) if order is None else list(order)
+        self._pipes: list = []
+        self._commands: list = []
+        self._processes: list = []
+
+    def __enter__(self) -> TwoPhases:
+        if self._jobs <= 1:
+            return self
+        context = multiprocessing.get_context("fork")
+        counter = context.Value("i", 0)
+        gc.freeze()
+        try:
+            with warnings.catch_warnings(), _llvm_held():
+                warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
+                for _ in range(self._jobs):
+                    receive, send = context.Pipe(duplex=False)
+                    command_in, command_out = context.Pipe(duplex=False)
+                    process = context.Process(
+                        target=_two_phase_worker, daemon=True,
+                        args=(self._order, self._first, self._second, counter, send,
+                              command_in))
+                    process.start()
+                    send.close()
+                    command_in.close()
+                    self._pipes.append(receive)
+                    self._commands.append(command_out)
+                    self._processes.append(process)
+        finally:
+            gc.unfreeze()
+        return self
+
+    def first(self) -> list[Value]:
+        if self._jobs <= 1:
+            return [self._first(i) for i in range(self.count)]
+        results: dict[int, Any] = {}
+        _collect(self.count, self._pipes, self._processes, results)
+        return [results[i] for i in range(self.count)]
+
+    def second(self, shared: Any) -> list[Any]:
+        if self._jobs <= 1:
+            return [self._second(i, shared) for i in range(self.count)]
+        payload = _deep_dumps(shared)
+        for command in self._commands:
+            command.send_bytes(payload)
+        results: dict[int, Any] = {}
+        _collect(self.count, self._pipes, self._processes, results)
+        return [results[i] for i in range(self.count)]
+
+    def __exit__(self, *exc_info) -> None:
+        for command in self._commands:
+            command.close()  # (a worker still waiting for `shared` ends)
+        for process in self._processes:
+            if process.is_alive():  # (done with its items, or they are not needed)
+                process.kill()
+            process.join()
+        for pipe in self._pipes:
+            pipe.close()
+
+
+def _two_phase_worker(order: list[int], first: Callable, second: Callable, counter, send,
+                      commands) -> None:
+    """A forked worker of `TwoPhases`: `first` for items taken by the shared counter,
+    then, once `shared` arrives, `second` for the same items."""
+    try:
+        mine = []
+        while True:
+            with counter.get_lock():
+                taken = counter.value
+                counter.value += 1
+            if taken >= len(order):
+                break
+            index = order[taken]
+            if not _run_and_send(send, index, first, index):
+                return
+            mine.append(index)
+        try:
+            shared = pickle.loads(commands.recv_bytes())
+        except EOFError:  # the parent needs no second phase
+            return
+        for index in mine:
+            if not _run_and_send(send, index, second, index, shared):
+                return
+    finally:
+        send.close()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _run_and_send(send, index: int, work: Callable, *args) -> bool:
+    try:
+        with timing.collect(fresh=True) as timer:
+            value = work(*args)
+        send.send(("done", index, _deep_dumps((value, timer.root))))
+        return True
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        send.send(("error", index, _picklable(e)))
+        return False
+
+
 def map_kernels(kernels: Sequence[Operation], work: Callable[[Operation], Value],
                 jobs: int | None = None, cost: Callable[[Operation], int] | None = None
                 ) -> list[Value]:

@@ -56,7 +56,13 @@ from xweave.context import make_context, print_module
 from xweave.dialects.dtypes import DtypeError, dtype_name
 from xweave.errors import InternalCompilerError, ModelError, XweaveError
 from xweave.lowering.graph_to_te import ConvertGraphToTePass
-from xweave.lowering.llvm_codegen import CompiledObject, abi_of, compile_llvm
+from xweave.lowering.llvm_codegen import (
+    CompiledObject,
+    abi_from,
+    abi_of,
+    compile_llvm,
+    compile_loop_module,
+)
 from xweave.lowering.llvm_params import extract_params
 from xweave.lowering.loop_to_llvm import ARG_TYPES_ATTR, ConvertLoopToLLVMPass, lower_module
 from xweave.lowering.te_to_loop import ConvertTeToLoopPass
@@ -150,7 +156,8 @@ def cpu_stages(options: CompileOptions) -> list[Stage]:
                           *((ProfileKernelsPass(),) if options.profile else ()))),
         # 5. Loops, buffers and scalar/vector math become the llvm dialect (verified by
         #    LLVM when it reads the module: xDSL's verifier would walk the largest
-        #    module of the build a second time).
+        #    module of the build a second time). A build without dumps lowers each
+        #    function in the worker that compiles it (`compile_loop_stage`).
         Stage("llvm", (ConvertLoopToLLVMPass(),), verified=False),
     ]
     left_out = {name for name, on in (("fused", options.fuse), ("layout", options.layout),
@@ -473,8 +480,19 @@ def compile_model(module: ModuleOp, options: CompileOptions | None = None,
     if given:
         assert start is not None
         on_stage(start, module)
-    lower(module, options, start=start, on_stage=on_stage, verify_each=verify_each)
-    loaded = compile_lowered(module, params, signature)
+    loaded = None
+    last = stages(options)[-1]
+    if (dump_dir is None and start != "llvm" and last.name == "llvm"
+            and [type(p) for p in last.passes] == [ConvertLoopToLLVMPass]):
+        # The llvm stage in the workers that compile each unit (the loop stage left
+        # as it is: on a refusal or an error, the stage runs here as below).
+        lower(module, options, start=start, until=weights_stage, on_stage=on_stage,
+              verify_each=verify_each)
+        start = weights_stage
+        loaded = compile_loop_stage(module, params, signature, verify_each)
+    if loaded is None:
+        lower(module, options, start=start, on_stage=on_stage, verify_each=verify_each)
+        loaded = compile_lowered(module, params, signature)
     if dump_dir is not None:
         (dump_dir / f"{len(names):02d}-optimized.ll").write_text(loaded.llvm_ir)
         (dump_dir / f"{len(names) + 1:02d}-assembly.s").write_text(loaded.assembly)
@@ -488,6 +506,25 @@ def compile_lowered(module: ModuleOp, params: dict[str, np.ndarray],
     held) compiled for its target CPU, with its ABI description, and loaded."""
     with timing.scope("codegen"):
         compiled = compile_llvm(module, abi_of(module, params, signature))
+    with timing.scope("load"):
+        return CompiledModule(compiled.object_bytes, params, compiled, verify_params=False)
+
+
+@fewer_collections()
+def compile_loop_stage(module: ModuleOp, params: dict[str, np.ndarray],
+                       signature: tuple[list[TensorSpec], list[TensorSpec]],
+                       verify_each: bool | None = None) -> CompiledModule | None:
+    """`lower` through the llvm stage and `compile_lowered`, from the last loop stage,
+    each unit lowered where it is compiled (`compile_loop_module`), the module left
+    as it is. None if that does not apply to `module`, or lowering it failed (the llvm
+    stage then runs as a stage, which reports the failure)."""
+    if verify_each is None:
+        verify_each = os.environ.get(VERIFY_EACH_ENV) == "1"
+    compiled = compile_loop_module(
+        module, lambda main, attributes: abi_from(main, attributes, params, signature),
+        verify_each)
+    if compiled is None:
+        return None
     with timing.scope("load"):
         return CompiledModule(compiled.object_bytes, params, compiled, verify_params=False)
 

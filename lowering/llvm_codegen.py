@@ -5,9 +5,14 @@
 
 `compile_llvm` converts the xDSL llvm dialect to LLVM IR (`_convert_module`), runs
 LLVM's new pass manager at O3 for the module's target CPU and features (`xweave.target`,
-see `xweave.target`; loop and SLP vectorization on), and keeps the optimized IR, the
-object bytes and (lazily) the assembly. The object is position independent, so the same
-bytes load in this process, load in a fresh one, or link into a shared library.
+see `xweave.target`; loop and SLP vectorization on), and keeps the object bytes and
+(lazily) the optimized IR and the assembly. Each translation unit (@main, each kernel
+with its outlined loops) is optimized and compiled to machine code in a worker of its
+own, and the units' objects are merged into one (`lowering.object_merge`). The object
+is position independent, so the same bytes load in this process, load in a fresh one,
+or link into a shared library. A build goes one step further: `compile_loop_module`
+lowers each unit from the loop stage in the worker that compiles it (the same LLVM IR
+as `compile_llvm` of the lowered module, with convert-loop-to-llvm in parallel too).
 
 Parameters are bound through a per-object pointer table, not through symbols:
 `compile_llvm` turns every `llvm.mlir.global external @xweave_param_<name>` into an
@@ -37,17 +42,21 @@ import numpy as np
 from xdsl.backend.llvm.convert import _convert_global, _declare_func
 from xdsl.backend.llvm.convert_op import convert_op
 from xdsl.backend.llvm.convert_type import convert_type
-from xdsl.dialects import llvm
+from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation
 from xdsl.rewriter import Rewriter
 
 from xweave import timing
-from xweave.parallel import map_forked
+from xweave.parallel import TwoPhases, map_forked
 from xweave.context import parse_module
 from xweave.errors import ModelError
 from xweave.lowering.llvm_loops import NO_LLVM_UNROLL
-from xweave.lowering.loop_to_llvm import CALL_STATE_ATTR
+from xweave.lowering.object_merge import merge_objects
+from xweave.lowering.llvm_params import global_name, is_call_state, is_global
+from xweave.lowering.llvm_parallel import num_threads_global
+from xweave.lowering.loop_to_llvm import CALL_STATE_ATTR, FunctionAlone, _ModuleLowering
+from xweave.passes.loop_utils import walk_list as _walk_list
 from xweave.passes.memory_plan import PEAK_ATTR
 from xweave.passes.profile_kernels import FLOPS_ATTR, KERNELS_ATTR
 from xweave.runtime.abi import (
@@ -78,13 +87,24 @@ class CompiledObject:
 
     object_bytes: bytes
     """A relocatable, position-independent ELF object."""
-    llvm_ir: str
-    """The LLVM IR after O3."""
     param_names: tuple[str, ...]
     """Names of the parameters (without prefix), in the order of the object's table."""
     target: Target = field(default_factory=Target)
     """The (resolved) CPU target the code was generated for."""
+    _bitcode: tuple[bytes, ...] = field(default=(), repr=False)
+    """The optimized units, as bitcode (linked into `llvm_ir` on first access)."""
+    _llvm_ir: str | None = field(default=None, repr=False)
     _assembly: str | None = field(default=None, repr=False)
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR after O3: the units linked into one module (made on first access)."""
+        if self._llvm_ir is None:
+            mod = llvm_binding.parse_bitcode(self._bitcode[0])
+            for other in self._bitcode[1:]:
+                mod.link_in(llvm_binding.parse_bitcode(other))
+            self._llvm_ir = str(mod)
+        return self._llvm_ir
 
     @property
     def assembly(self) -> str:
@@ -120,26 +140,161 @@ def compile_llvm(module: ModuleOp | str, abi: Mapping[str, object] | None = None
         resolved = (as_target(target) if target is not None else target_of(module)).resolve()
         extra = {**abi, "target": target_description(resolved)} if abi is not None else None
         units, param_names = _units(module, resolved, extra)
-    tm = target_machine(resolved)
-    # Each unit (@main, each kernel) is translated and optimized on its own, in
-    # parallel (`xweave.parallel`); the optimized units are linked into one module,
-    # whose machine code is generated once.
+    # Each unit (@main, each kernel) is translated, optimized and compiled to machine
+    # code on its own, in parallel (`xweave.parallel`); the units' objects are merged
+    # into one (`object_merge`: the code of every function stays what its unit's
+    # object holds, as it was when the linked units were emitted as one module).
     order = sorted(range(len(units)), key=lambda i: -units[i].size) \
         if all(hasattr(u, "size") for u in units) else None
-    bitcode = map_forked(len(units), lambda i: _optimized_bitcode(units[i](), resolved),
-                         order=order)
-    with timing.scope("link"):
-        mod = llvm_binding.parse_bitcode(bitcode[0])
-        for other in bitcode[1:]:
-            mod.link_in(llvm_binding.parse_bitcode(other))
-    optimized = str(mod)
-    with timing.scope("LLVM code generation"):
-        object_bytes = tm.emit_object(mod)
-    return CompiledObject(object_bytes, optimized, param_names, resolved)
+    compiled = map_forked(len(units), lambda i: _compiled_unit(units[i](), resolved),
+                          order=order)
+    with timing.scope("merge objects"):
+        object_bytes = merge_objects([obj for _, obj in compiled])
+    return CompiledObject(object_bytes, param_names, resolved,
+                          _bitcode=tuple(bitcode for bitcode, _ in compiled))
 
 
-def _optimized_bitcode(text: str, target: Target) -> bytes:
-    """One unit's LLVM IR, verified and optimized (O3) for `target`, as bitcode."""
+def compile_loop_module(module: ModuleOp, abi: Callable[[Mapping, Mapping], dict],
+                        verify: bool = False) -> CompiledObject | None:
+    """`compile_llvm(lowered, abi)` of a loop-stage `module` that `lower_module` would
+    lower to `lowered` (the last stage of a CPU build), each unit lowered in the worker
+    that compiles it: the same LLVM IR, unit by unit, and the same object, with the
+    lowering in parallel too. `abi(main_attributes, module_attributes)` is the ABI
+    description (`abi_from`), from the lowered @main's attributes. `verify`:
+    verify each unit's llvm-dialect functions (`--verify-each`). The module is not
+    modified.
+
+    The lowering of a function reads the module's analysis (`_ModuleLowering.prepare`,
+    done here) but adds to what every unit declares: the external functions (in the
+    order of their first calls in the whole module), the thread-count global. So each
+    worker first lowers its units and reports what they add; then, from every report,
+    translates and compiles them (`TwoPhases`). None (nothing done) for a module this
+    does not handle the way `lower_module` does (no @main, functions already in the
+    llvm dialect, generated names that `lower_module` would have numbered apart), or
+    whose lowering fails (the llvm stage, run as a stage, then reports it).
+    """
+    lowering = _ModuleLowering(module)
+    ops = lowering.prepare()
+    functions = [op for op in ops if isinstance(op, func.FuncOp)]
+    names = [f.sym_name.data for f in functions]
+    bodies = [f for f in functions if not f.is_declaration]
+    if "main" not in (f.sym_name.data for f in bodies) or any(
+            not (isinstance(op, func.FuncOp) or is_global(op)) for op in ops):
+        return None
+    globals_ = [lowering._lower_global(op) for op in ops
+                if is_global(op) and not is_call_state(op)]
+    param_names = [g.sym_name.data for g in globals_ if g.sym_name.data.startswith(PARAM_PREFIX)
+                   and g.value is None and g.linkage.linkage.data == "external"]
+    resolved = target_of(module).resolve()
+    # units: @main's first, then the other functions with a body, in module order
+    bodies.sort(key=lambda f: f.sym_name.data != "main")
+    sizes = [len(_walk_list(f)) for f in bodies]
+    order = sorted(range(len(bodies)), key=lambda i: -sizes[i])
+    lowered: dict[int, FunctionAlone] = {}
+
+    def unit_module(index: int, externals: Sequence[tuple[str, llvm.LLVMFunctionType]],
+                    uses_threads: bool) -> ModuleOp:
+        """The unit's functions in a module whose ops are in the order of the lowered
+        module's, the other functions as declarations."""
+        alone, own = lowered[index], bodies[index].sym_name.data
+        unit_ops: list[Operation] = []
+        lowered_globals = iter(globals_)
+        for op in ops:
+            if is_global(op):
+                if not is_call_state(op):
+                    unit_ops.append(next(lowered_globals).clone())
+            elif op.sym_name.data == own:
+                unit_ops.append(alone.function)
+            else:
+                unit_ops.append(llvm.FuncOp(op.sym_name.data,
+                                            lowering.signatures[op.sym_name.data],
+                                            linkage=llvm.LinkageAttr("external")))
+        unit_ops += alone.new_functions
+        if uses_threads:
+            unit_ops.append(num_threads_global())
+        unit_ops += [llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external"))
+                     for name, ftype in externals]
+        return ModuleOp(unit_ops)
+
+    def first(index: int) -> tuple:
+        with timing.scope("convert-loop-to-llvm"):
+            before = set(lowering._symbols)
+            lowering.renamed = False
+            alone = lowering.lower_alone(bodies[index])
+        lowered[index] = alone
+        if verify:  # (`--verify-each`: as the lowered module would be, after the pass)
+            with timing.scope("verify"):
+                unit = unit_module(index, alone.externals, alone.uses_threads)
+                unit.verify()
+                for op in [alone.function, *alone.new_functions]:
+                    op.detach()
+        internal = all(f.linkage is not None and f.linkage.linkage.data == "internal"
+                       for f in alone.new_functions)
+        main_attributes = dict(alone.function.attributes) if index == 0 else None
+        return (alone.externals, alone.uses_threads, lowering.renamed or not internal,
+                lowering._symbols - before, main_attributes)
+
+    def second(index: int, shared: tuple) -> tuple[bytes, bytes]:
+        externals, uses_threads, description = shared
+        own = bodies[index].sym_name.data
+        unit = unit_module(index, externals, uses_threads)
+        del lowered[index]
+        with timing.scope("translate to LLVM IR"):
+            text = _translate(unit, _unit_group(unit, own), _param_globals(unit), resolved,
+                              description if index == 0 else None, index == 0)
+        return _compiled_unit(text, resolved)
+
+    with TwoPhases(len(bodies), first, second, order=order) as phases:
+        try:
+            with timing.scope("llvm"):
+                reports = phases.first()
+        except Exception:  # noqa: BLE001 - the stage, run as a stage, reports it
+            return None
+        # What `lower_module` would have made of the reports, function by function in
+        # module order: the externals in the order of their first calls, ...
+        by_name = dict(zip((f.sym_name.data for f in bodies), reports))
+        externals: dict[str, llvm.LLVMFunctionType] = {}
+        added: set[str] = set()
+        for name in names:
+            if name not in by_name:
+                continue
+            calls, _, renamed, symbols, _ = by_name[name]
+            if renamed or symbols & added:
+                return None  # (`lower_module` would have numbered the names apart)
+            added |= symbols
+            for external, ftype in calls:
+                if externals.setdefault(external, ftype) != ftype:
+                    return None  # (an error: `lower_module` reports it)
+        uses_threads = any(report[1] for report in reports)
+        existing = set(names) | {g.sym_name.data for g in globals_} | added
+        externals = {n: t for n, t in externals.items() if n not in existing}
+        description = {**abi(reports[0][4], module.attributes),
+                       "target": target_description(resolved)}
+        with timing.scope("codegen"):
+            compiled = phases.second((list(externals.items()), uses_threads, description))
+            with timing.scope("merge objects"):
+                object_bytes = merge_objects([obj for _, obj in compiled])
+    return CompiledObject(object_bytes, tuple(n[len(PARAM_PREFIX):] for n in param_names),
+                          resolved, _bitcode=tuple(bitcode for bitcode, _ in compiled))
+
+
+def _unit_group(module: ModuleOp, root: str) -> list[str]:
+    """`root` and the internal functions it uses, directly or not (as `_units`)."""
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp)}
+    internal = {name for name, f in functions.items() if f.body.blocks
+                and f.linkage is not None and f.linkage.linkage.data == "internal"}
+    found, todo = [root], [root]
+    while todo:
+        for name in _references(functions[todo.pop()]):
+            if name in internal and name not in found:
+                found.append(name)
+                todo.append(name)
+    return found
+
+
+def _compiled_unit(text: str, target: Target) -> tuple[bytes, bytes]:
+    """One unit's LLVM IR, verified and optimized (O3) for `target`: its bitcode and
+    its machine code (a relocatable object)."""
     tm = target_machine(target)
     try:
         with timing.scope("parse LLVM IR"):
@@ -151,7 +306,14 @@ def _optimized_bitcode(text: str, target: Target) -> bytes:
         raise JITError(f"LLVM rejected the generated IR: {e}") from None
     with timing.scope("LLVM O3"):
         _optimize(mod, tm)
-    return mod.as_bitcode()
+    bitcode = mod.as_bitcode()
+    with timing.scope("LLVM code generation"):
+        # From the bitcode read back, not from `mod`: reading drops the order of the
+        # use lists, which the code generator follows (the order of a block's
+        # predecessors, ...). Read back, each function's machine code is the one the
+        # units linked into one module (from their bitcode) had.
+        object_bytes = tm.emit_object(llvm_binding.parse_bitcode(bitcode))
+    return bitcode, object_bytes
 
 
 def translate_to_llvm_ir(module: ModuleOp) -> str:
@@ -223,7 +385,7 @@ def _units(module: ModuleOp, target: Target, abi: Mapping[str, object] | None
 def _references(function: llvm.FuncOp) -> set[str]:
     """The symbols `function`'s ops name (callees, addresses taken)."""
     found = set()
-    for op in function.walk():
+    for op in _walk_list(function):
         for attr in (*op.properties.values(), *op.attributes.values()):
             if isinstance(attr, SymbolRefAttr):
                 found.add(attr.root_reference.data)
@@ -410,7 +572,7 @@ def _with_loop_ids(text: str) -> str:
 def _uses_params(op: llvm.FuncOp, params: Mapping[str, object]) -> bool:
     return any(
         isinstance(o, llvm.AddressOfOp) and o.global_name.root_reference.data in params
-        for o in op.walk()
+        for o in _walk_list(op)
     )
 
 
@@ -517,13 +679,20 @@ def abi_of(module: ModuleOp, params: Mapping[str, np.ndarray],
     """The ABI description of a lowered (llvm-dialect) model: inputs, outputs, the call
     state @main takes after them, the arena size, a profiling build's slots, the
     parameters and their digest (`compile_llvm` adds the target)."""
-    peak = module.attributes.get(PEAK_ATTR)
     main = next((op for op in module.ops if getattr(op, "sym_name", None) is not None
                  and op.sym_name.data == "main"), None)
     if main is None:
         raise ModelError("the module has no @main function")
-    state = main.attributes.get(CALL_STATE_ATTR)
-    slots = profile_slots(main.attributes)
+    return abi_from(main.attributes, module.attributes, params, signature)
+
+
+def abi_from(main_attributes: Mapping, module_attributes: Mapping,
+             params: Mapping[str, np.ndarray],
+             signature: tuple[list[TensorSpec], list[TensorSpec]]) -> dict:
+    """`abi_of` a module whose lowered @main and module have these attributes."""
+    peak = module_attributes.get(PEAK_ATTR)
+    state = main_attributes.get(CALL_STATE_ATTR)
+    slots = profile_slots(main_attributes)
     return {
         "abi_version": ABI_VERSION,
         "inputs": [s.to_json() for s in signature[0]],

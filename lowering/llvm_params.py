@@ -30,6 +30,7 @@ from xdsl.ir import Attribute, Operation
 from xweave.dialects import dtypes
 from xweave.dialects.resources import blob_of, resource_array
 from xweave.lowering.llvm_builder import LoweringError, num_elements
+from xweave.passes.loop_utils import walk_list
 from xweave.runtime.abi import PARAM_PREFIX
 
 
@@ -103,7 +104,7 @@ def call_state_uses(functions: Sequence[Operation], state: Sequence[str]) -> dic
     for function in functions:
         name = function.sym_name.data  # pyright: ignore[reportAttributeAccessIssue]
         uses[name], callees[name] = set(), set()
-        for op in function.walk():
+        for op in walk_list(function):
             if is_get_global(op) and get_global_name(op) in state:
                 uses[name].add(get_global_name(op))
             elif op.name == "func.call":

@@ -98,6 +98,7 @@ from xweave.lowering.llvm_params import (
 from xweave.lowering.llvm_parallel import lower_parallel_for, num_threads_global
 from xweave.lowering.llvm_integer import INTEGER_LOWERINGS
 from xweave.lowering.llvm_scalar import SCALAR_LOWERINGS
+from xweave.passes.loop_utils import walk_list
 
 __all__ = [
     "FOR_LOWERINGS",
@@ -178,6 +179,18 @@ FOR_LOWERINGS: dict[loop.ForKind, ForLowering] = {
 # ----------------------------------------------------------------------------------
 
 
+@dataclass
+class FunctionAlone:
+    """One function lowered by itself (`_ModuleLowering.lower_alone`)."""
+
+    function: llvm.FuncOp
+    new_functions: list[llvm.FuncOp]
+    """The functions its lowering made (outlined parallel loops), in order."""
+    externals: list[tuple[str, llvm.LLVMFunctionType]]
+    """The external functions it calls, in the order of their first calls."""
+    uses_threads: bool
+
+
 class _ModuleLowering:
     def __init__(self, module: ModuleOp):
         self.module = module
@@ -196,6 +209,9 @@ class _ModuleLowering:
         self.uses_threads = False
         """Some parallel loop reads the thread-count global."""
         self._symbols: set[str] = set()
+        self.renamed = False
+        """`unique_symbol` gave some name a suffix (its base was taken)."""
+        self.signatures: dict[str, llvm.LLVMFunctionType] = {}
 
     def unique_symbol(self, base: str) -> str:
         """`base`, or `base_<n>`: a name no function of the module has."""
@@ -203,6 +219,7 @@ class _ModuleLowering:
         while name in self._symbols:
             n += 1
             name = f"{base}_{n}"
+        self.renamed |= n > 0
         self._symbols.add(name)
         return name
 
@@ -210,7 +227,9 @@ class _ModuleLowering:
         """Add a function built during the lowering (a parallel loop's worker, ...)."""
         self.new_functions.append(op)
 
-    def run(self) -> None:
+    def prepare(self) -> list[Operation]:
+        """What every function's lowering reads of the module (its symbols, globals,
+        call state, signatures, aliased arguments); the module's ops."""
         module = self.module
         ops = list(module.ops)
         self._symbols = {
@@ -225,10 +244,15 @@ class _ModuleLowering:
                     self.call_state[global_name(op)] = global_type(op)
         functions = [op for op in ops if isinstance(op, func.FuncOp)]
         self.state_of = call_state_uses(functions, list(self.call_state))
-        signatures = {
+        self.signatures = {
             f.sym_name.data: _signature(f, len(self.state_of[f.sym_name.data])) for f in functions
         }
         self._find_aliased_args(functions)
+        return ops
+
+    def run(self) -> None:
+        module = self.module
+        ops = self.prepare()
 
         # Build everything first: on an error the module is left untouched.
         replacements: list[tuple[Operation, Operation | None]] = []
@@ -238,7 +262,7 @@ class _ModuleLowering:
             elif is_global(op):
                 replacements.append((op, self._lower_global(op)))
             elif isinstance(op, func.FuncOp):
-                new = self._lower_function(op, signatures[op.sym_name.data])
+                new = self._lower_function(op, self.signatures[op.sym_name.data])
                 replacements.append((op, new))
             elif not isinstance(op, llvm.FuncOp | llvm.GlobalOp):
                 raise unsupported(op, "at module level")
@@ -259,6 +283,15 @@ class _ModuleLowering:
         for name, ftype in self.externals.items():
             if name not in existing:
                 block.add_op(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+
+    def lower_alone(self, op: func.FuncOp) -> FunctionAlone:
+        """`op` lowered by itself (after `prepare`), with what its lowering added to the
+        module: the functions it made, the external functions it calls in the order of
+        their first calls, whether it reads the thread count."""
+        self.externals, self.new_functions, self.uses_threads = {}, [], False
+        lowered = self._lower_function(op, self.signatures[op.sym_name.data])
+        return FunctionAlone(lowered, self.new_functions, list(self.externals.items()),
+                             self.uses_threads)
 
     def _lower_global(self, op: Operation) -> llvm.GlobalOp:
         name = global_name(op)
@@ -294,7 +327,7 @@ class _ModuleLowering:
             return value, 0, UNBOUNDED
 
         for function in functions:
-            for op in function.walk():
+            for op in walk_list(function):
                 if not isinstance(op, func.CallOp):
                     continue
                 callee = op.callee.root_reference.data

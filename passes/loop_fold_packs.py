@@ -143,29 +143,36 @@ class LoopFoldConstantPacksPass(ModulePass):
             if isinstance(call, func.CallOp):
                 calls.setdefault(call.callee.root_reference.data, []).append(call)
         kernels = [f for f in op.ops if loop.is_kernel(f)]
+        folded = False
         for kernel in kernels:
             for alloc in [a for a in kernel.body.block.ops
                           if isinstance(a, loop.AllocOp) and PACK_ATTR in a.attributes]:
-                self._fold(op, kernel, alloc, calls.get(kernel.sym_name.data, []), globals_)
+                folded |= self._fold(op, kernel, alloc, calls.get(kernel.sym_name.data, []),
+                                     globals_)
+        if folded:
+            # Once, not after every fold (each a walk of the whole module): a global no
+            # longer used stays unused, as folds only add uses of packed globals.
+            self._drop_unused_globals(op, globals_)
 
     def _fold(self, module: ModuleOp, kernel: func.FuncOp, alloc: loop.AllocOp,
-              calls: list[func.CallOp], globals_: dict[str, loop.GlobalOp]) -> None:
+              calls: list[func.CallOp], globals_: dict[str, loop.GlobalOp]) -> bool:
+        """Fold one packing stage; whether it did."""
         index, splits, order = pack_spec(alloc)
         arg = kernel.body.block.args[index]
         nest = _packing_stage(kernel, alloc, arg)
         if nest is None or not calls:
-            return
+            return False
         shape = packed_shape(list(cast(MemRefType, arg.type).get_shape()), splits)
         if [shape[d] for d in order] != list(cast(MemRefType, alloc.memref.type).get_shape()):
-            return  # it packs another packed copy of the argument (a chain): left at run time
+            return False  # it packs another packed copy of the argument (a chain): left at run time
         sources = []
         for call in calls:
             producer = call.arguments[index].owner
             if not isinstance(producer, loop.GetGlobalOp):
-                return
+                return False
             source = globals_.get(producer.global_name.root_reference.data)
             if source is None or source.initial_value is None:
-                return
+                return False
             sources.append((call, producer, source))
         packed_type = cast(MemRefType, alloc.memref.type)
         packed_type = MemRefType(packed_type.get_element_type(), packed_type.get_shape())
@@ -177,7 +184,7 @@ class LoopFoldConstantPacksPass(ModulePass):
             if not producer.results[0].uses:
                 Rewriter.erase_op(producer)
         receive_packed(kernel, alloc, nest)
-        self._drop_unused_globals(module, globals_)
+        return True
 
     @staticmethod
     def _packed_global(module: ModuleOp, source: loop.GlobalOp, splits, order,

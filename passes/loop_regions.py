@@ -45,7 +45,14 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from xweave.dialects import loop
 from xweave.passes.loop_analysis import Linear, loop_range, simplify
-from xweave.passes.loop_utils import affine_of, enclosing_loops, kernels, loops_named, materialize
+from xweave.passes.loop_utils import (
+    affine_of,
+    enclosing_loops,
+    kernels,
+    loops_named,
+    materialize,
+    walk_list,
+)
 
 Access = loop.LoadOp | loop.StoreOp
 
@@ -104,7 +111,7 @@ def find_stage(kernel: func.FuncOp, name: str) -> Stage | None:
         return (isinstance(op, loop.ForOp) and op.name_str is not None
                 and stage_of(op.name_str) in names)
 
-    roots = [op for op in kernel.walk() if is_stage_loop(op)
+    roots = [op for op in walk_list(kernel) if is_stage_loop(op)
              and not any(is_stage_loop(outer) for outer in enclosing_loops(op))]
     roots = cast(list[loop.ForOp], roots)
     if not roots:
@@ -114,7 +121,7 @@ def find_stage(kernel: func.FuncOp, name: str) -> Stage | None:
             f"the nests of stage '{name}' are not in the same block; the placement "
             "passes need them side by side"
         )
-    stores = [op for root in roots for op in root.walk()
+    stores = [op for root in roots for op in walk_list(root)
               if isinstance(op, loop.StoreOp) and owner_stage(op) in names]
     buffers = list(dict.fromkeys(s.memref for s in stores))
     if len(buffers) != 1:
@@ -156,9 +163,9 @@ def memory_scope(scope: str) -> loop.ScopeAttr:
 def check_inputs_stable(kernel: func.FuncOp, stage: Stage) -> None:
     """Refuse if a buffer the stage reads is written after the stage's nests: moving the
     stage later (or inlining it) would then read different values."""
-    reads = {op.memref for root in stage.roots for op in root.walk()
+    reads = {op.memref for root in stage.roots for op in walk_list(root)
              if isinstance(op, loop.LoadOp) and op.memref != stage.buffer}
-    ops = list(kernel.walk())
+    ops = walk_list(kernel)
     start = ops.index(stage.roots[0])
     for op in ops[start:]:
         if isinstance(op, loop.StoreOp) and op.memref in reads and not stage.contains(op):
@@ -200,7 +207,7 @@ def temporary_alloc(buffer: SSAValue) -> loop.AllocOp | None:
 
 def accesses_of(root: Operation, buffer: SSAValue) -> list[Access]:
     """Every load and store of `buffer` under `root`."""
-    return [op for op in root.walk() if isinstance(op, Access) and op.memref == buffer]
+    return [op for op in walk_list(root) if isinstance(op, Access) and op.memref == buffer]
 
 
 def dominates(value: SSAValue, user: Operation) -> bool:

@@ -34,7 +34,7 @@ from xdsl.passes import ModulePass
 
 from xweave.dialects import loop
 from xweave.passes.loop_analysis import simplify_access, truth_value
-from xweave.passes.loop_utils import erase_dead_ops, fold_access_map, kernels
+from xweave.passes.loop_utils import erase_dead_ops, fold_access_map, kernels, walk_list
 
 # --- rewrites ---------------------------------------------------------------------------
 
@@ -48,7 +48,7 @@ def _insert_before(ops: Sequence[Operation], anchor: Operation) -> None:
 def remove_trivial_loops(root: Operation) -> bool:
     """Inline loops of extent 1 (the induction variable becomes a constant), erase
     loops of extent 0."""
-    trivial = [op for op in root.walk() if isinstance(op, loop.ForOp) and op.extent <= 1]
+    trivial = [op for op in walk_list(root) if isinstance(op, loop.ForOp) and op.extent <= 1]
     for for_op in reversed(trivial):  # inner loops first: each is still in place
         if for_op.extent == 1:
             const = arith.ConstantOp(IntegerAttr(for_op.lb.value.data, IndexType()))
@@ -90,7 +90,7 @@ def simplify_conditions(root: Operation) -> bool:
     over the loop ranges."""
     changed = False
     inlined = False  # (only inlining a branch erases ops: until then all are in place)
-    for op in list(root.walk()):
+    for op in walk_list(root):
         if inlined and not root.is_ancestor(op):  # inside a branch erased earlier
             continue
         if isinstance(op, scf.IfOp):
@@ -126,7 +126,7 @@ def remove_write_only_buffers(root: Operation) -> bool:
     """Erase `loop.alloc` buffers that are unused or only ever stored to (with those
     stores)."""
     changed = False
-    for alloc in [op for op in root.walk() if isinstance(op, loop.AllocOp)]:
+    for alloc in [op for op in walk_list(root) if isinstance(op, loop.AllocOp)]:
         uses = list(alloc.memref.uses)
         if not all(
             isinstance(u.operation, loop.StoreOp) and u.index == 1 for u in uses
@@ -147,7 +147,7 @@ def sink_constants(root: Operation) -> bool:
     as deep as possible, so that constants left by unrolling or by removing a loop do not
     sit between nested loops (which keeps nests perfect)."""
     changed = False
-    work = [op for op in root.walk() if isinstance(op, arith.ConstantOp)]
+    work = [op for op in walk_list(root) if isinstance(op, arith.ConstantOp)]
     while work:
         const = work.pop()
         block = const.parent_block()
@@ -187,7 +187,7 @@ def simplify_function(function: func.FuncOp, max_rounds: int = 10) -> None:
     """Apply every simplification to `function` until nothing changes."""
     for _ in range(max_rounds):
         changed = remove_trivial_loops(function)
-        for op in list(function.walk()):
+        for op in walk_list(function):
             if isinstance(op, loop.LoadOp | loop.StoreOp | loop.PrefetchOp):
                 changed |= fold_access_map(op)
                 changed |= simplify_access(op)

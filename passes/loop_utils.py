@@ -20,6 +20,7 @@ from xdsl.transforms.dead_code_elimination import is_trivially_dead
 from xdsl.utils.exceptions import PassFailedException
 
 from xweave.dialects import loop
+from xweave.dialects.loop.access import used_dims
 
 
 def _failure(what: str | None, message: str) -> PassFailedException:
@@ -37,9 +38,30 @@ def kernels(module: ModuleOp, kernel: str | None = None,
     return found
 
 
+def walk_list(root: Operation) -> list[Operation]:
+    """`list(root.walk())`: `root` and every op nested in it, in the same order, without
+    xDSL's generators (one per op, region and block on the way down, each yielding every
+    op below it again: most of the time of a walk of a deep loop nest)."""
+    found: list[Operation] = []
+    _walk_into(root, found)
+    return found
+
+
+def _walk_into(op: Operation, found: list[Operation]) -> None:
+    found.append(op)
+    for region in op.regions:
+        block = region.first_block
+        while block is not None:
+            child = block.first_op
+            while child is not None:
+                _walk_into(child, found)
+                child = child.next_op
+            block = block.next_block
+
+
 def loops_named(root: Operation, name: str) -> list[loop.ForOp]:
     """Every `loop.for` under `root` whose name is `name`."""
-    return [op for op in root.walk() if isinstance(op, loop.ForOp) and op.name_str == name]
+    return [op for op in walk_list(root) if isinstance(op, loop.ForOp) and op.name_str == name]
 
 
 def find_loops(module: ModuleOp, name: str, kernel: str | None = None,
@@ -164,7 +186,7 @@ def fold_access_map(op: loop.LoadOp | loop.StoreOp | loop.PrefetchOp) -> bool:
     amap = op.map.data
     positions = [dims.get(v) for v in operands]
     if None not in positions and all(a < b for a, b in zip(positions, positions[1:])) \
-            and len({d for r in amap.results for d in r.used_dims()}) == amap.num_dims:
+            and len(used_dims(amap)) == amap.num_dims:
         return False  # already over distinct loop variables in nest order, all used
     exprs = [affine_of(v, dims) for v in operands]
     if any(e is None for e in exprs):
@@ -176,7 +198,7 @@ def fold_access_map(op: loop.LoadOp | loop.StoreOp | loop.PrefetchOp) -> bool:
 def fold_access_maps(root: Operation, erase_dead: bool = True) -> None:
     """Fold index arithmetic into every access map under `root` (itself included),
     then drop dead ops (unless `erase_dead` is False)."""
-    for op in list(root.walk()):
+    for op in walk_list(root):
         if isinstance(op, (loop.LoadOp, loop.StoreOp, loop.PrefetchOp)):
             fold_access_map(op)
     if erase_dead:
@@ -193,13 +215,15 @@ def erase_dead_ops(root: Operation) -> bool:
     for the effects of its whole body on every sweep, quadratic in the kernel size
     (it was most of a tuning candidate's build time)."""
     changed = False
-    for op in reversed(list(root.walk())):
+    for op in reversed(walk_list(root)):
         if op is root or op.parent is None:
             continue
         if isinstance(op, loop.ForOp):
             dead = all(isinstance(o, loop.YieldOp) for o in op.body.block.ops)
+        elif op.regions or any(r.first_use is not None for r in op.results):
+            dead = False  # (most ops: used; `is_trivially_dead` would ask no more)
         else:
-            dead = not op.regions and is_trivially_dead(op)
+            dead = is_trivially_dead(op)
         if dead:
             op.detach()
             op.erase()

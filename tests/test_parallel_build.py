@@ -82,3 +82,62 @@ def test_compile_jobs(monkeypatch):
     monkeypatch.setenv(JOBS_ENV, "none")
     with pytest.raises(Exception, match="expected a number of processes"):
         compile_jobs()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_llvm_stage_lowered_unit_by_unit_is_the_stage_run_whole(model, monkeypatch, jobs):
+    """convert-loop-to-llvm runs in the workers that compile each unit
+    (`pipeline.compile_loop_stage`): the same LLVM IR and object as the stage run on
+    the whole module, here."""
+    from xweave import timing
+    import xweave.pipeline as pipeline
+
+    monkeypatch.setenv(JOBS_ENV, str(jobs))
+    with timing.collect() as timer:
+        units = xweave.build(model, cache=False)
+    lowered = timer.root.children["llvm"].children["convert-loop-to-llvm"]
+    assert lowered.count == timer.root.children["codegen"].children[
+        "translate to LLVM IR"].count > 3  # (once per unit: the units' path ran)
+    monkeypatch.setattr(pipeline, "compile_loop_stage", lambda *args, **kwargs: None)
+    with timing.collect() as timer:
+        whole = xweave.build(model, cache=False)
+    assert timer.root.children["llvm"].children["convert-loop-to-llvm"].count == 1
+    assert units.llvm_ir == whole.llvm_ir
+    assert units.object_bytes == whole.object_bytes
+
+
+def test_a_unit_that_fails_to_lower_is_reported_by_the_stage(model, monkeypatch):
+    from xweave.lowering import loop_to_llvm
+    from xweave.lowering.llvm_builder import LoweringError
+
+    def failing(self, op):
+        raise LoweringError(f"cannot lower @{op.sym_name.data} by itself")
+
+    monkeypatch.setenv(JOBS_ENV, "2")
+    expected = xweave.build(model, cache=False)
+    monkeypatch.setattr(loop_to_llvm._ModuleLowering, "lower_alone", failing)
+    # (the stage, run as a stage, lowers the module as a whole: here it succeeds)
+    assert xweave.build(model, cache=False).object_bytes == expected.object_bytes
+
+
+def test_two_phases_run_each_second_where_its_first_ran():
+    from xweave.parallel import TwoPhases
+
+    made: dict[int, int] = {}
+
+    def first(i):
+        made[i] = os.getpid()
+        return i * i
+
+    def second(i, shared):
+        return made.pop(i) == os.getpid(), shared + i
+
+    for jobs in (1, 2):
+        with TwoPhases(6, first, second, jobs=jobs, order=[5, 4, 3, 2, 1, 0]) as phases:
+            assert phases.first() == [0, 1, 4, 9, 16, 25]
+            assert phases.second(100) == [(True, 100 + i) for i in range(6)]
+    with TwoPhases(4, lambda i: 1 // (i - 2), second, jobs=2) as phases:
+        with pytest.raises(ZeroDivisionError):
+            phases.first()
+    with TwoPhases(4, first, second, jobs=2) as phases:
+        phases.first()  # (no second phase: the workers end)

@@ -106,6 +106,24 @@ def _verify_constant_indices(
             )
 
 
+_USED_DIMS: dict[int, tuple[AffineMap, frozenset[int]]] = {}
+_USED_DIMS_LIMIT = 1 << 15
+
+
+def used_dims(amap: AffineMap) -> frozenset[int]:
+    """The dims the results of `amap` use. Remembered per map object (maps are
+    immutable; an access's map is asked again and again: every round of loop-simplify,
+    every fold of its indices), the entry holding the map so that its id stays its own."""
+    entry = _USED_DIMS.get(id(amap))
+    if entry is not None and entry[0] is amap:
+        return entry[1]
+    used = frozenset(d for r in amap.results for d in r.used_dims())
+    if len(_USED_DIMS) >= _USED_DIMS_LIMIT:
+        _USED_DIMS.clear()
+    _USED_DIMS[id(amap)] = (amap, used)
+    return used
+
+
 def _identity_map(memref: SSAValue, map: AffineMap | AffineMapAttr | None) -> AffineMapAttr:
     if isinstance(map, AffineMapAttr):
         return map
@@ -133,7 +151,7 @@ class MemoryAccess:
         memref = self.memref if memref is None else memref
         indices = list(indices)
         if compact and amap.num_symbols == 0:
-            used = sorted({d for r in amap.results for d in r.used_dims()})
+            used = sorted(used_dims(amap))
             if len(used) < amap.num_dims:
                 remap = {d: AffineExpr.dimension(i) for i, d in enumerate(used)}
                 dims = [remap.get(d, AffineExpr.constant(0)) for d in range(amap.num_dims)]
