@@ -218,13 +218,7 @@ def _two_phase_worker(order: list[int], first: Callable, second: Callable, count
     then, once `shared` arrives, `second` for the same items."""
     try:
         mine = []
-        while True:
-            with counter.get_lock():
-                taken = counter.value
-                counter.value += 1
-            if taken >= len(order):
-                break
-            index = order[taken]
+        for index in _taken(order, counter):
             if not _run_and_send(send, index, first, index):
                 return
             mine.append(index)
@@ -309,16 +303,21 @@ def _collect(count: int, pipes: list, processes: list, results: dict[int, Any]) 
             results[index] = value
 
 
+def _taken(order: list[int], counter) -> Iterator[int]:
+    """The items of `order` this worker takes, one at a time, by the shared counter."""
+    while True:
+        with counter.get_lock():
+            taken = counter.value
+            counter.value += 1
+        if taken >= len(order):
+            return
+        yield order[taken]
+
+
 def _worker(order: list[int], work: Callable, counter, send) -> None:
     """A forked worker: take indices by the shared counter, send each value back."""
     try:
-        while True:
-            with counter.get_lock():
-                taken = counter.value
-                counter.value += 1
-            if taken >= len(order):
-                break
-            index = order[taken]
+        for index in _taken(order, counter):
             try:
                 with timing.collect(fresh=True) as timer:
                     value = work(index)

@@ -53,7 +53,7 @@ from xweave.context import parse_module
 from xweave.errors import ModelError
 from xweave.lowering.llvm_loops import NO_LLVM_UNROLL
 from xweave.lowering.object_merge import merge_objects
-from xweave.lowering.llvm_params import global_name, is_call_state, is_global
+from xweave.lowering.llvm_params import is_call_state, is_global
 from xweave.lowering.llvm_parallel import num_threads_global
 from xweave.lowering.loop_to_llvm import CALL_STATE_ATTR, FunctionAlone, _ModuleLowering
 from xweave.passes.loop_utils import walk_list as _walk_list
@@ -280,9 +280,20 @@ def compile_loop_module(module: ModuleOp, abi: Callable[[Mapping, Mapping], dict
 
 def _unit_group(module: ModuleOp, root: str) -> list[str]:
     """`root` and the internal functions it uses, directly or not (as `_units`)."""
+    functions, internal = _functions(module)
+    return _group(functions, internal, root)
+
+
+def _functions(module: ModuleOp) -> tuple[dict[str, llvm.FuncOp], set[str]]:
+    """The module's functions by name, and the names of those defined internal."""
     functions = {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp)}
     internal = {name for name, f in functions.items() if f.body.blocks
                 and f.linkage is not None and f.linkage.linkage.data == "internal"}
+    return functions, internal
+
+
+def _group(functions: dict[str, llvm.FuncOp], internal: set[str], root: str) -> list[str]:
+    """`root` and the internal functions it uses, directly or not."""
     found, todo = [root], [root]
     while todo:
         for name in _references(functions[todo.pop()]):
@@ -357,24 +368,12 @@ def _units(module: ModuleOp, target: Target, abi: Mapping[str, object] | None
     the internal functions it uses (its outlined parallel loops); and the parameter
     names in the table's order."""
     params = _param_globals(module)
-    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp)}
-    internal = {name for name, f in functions.items() if f.body.blocks
-                and f.linkage is not None and f.linkage.linkage.data == "internal"}
+    functions, internal = _functions(module)
     roots = [name for name, f in functions.items() if f.body.blocks and name not in internal]
     roots.sort(key=lambda name: name != "main")
-
-    def group(root: str) -> list[str]:
-        found, todo = [root], [root]
-        while todo:
-            for name in _references(functions[todo.pop()]):
-                if name in internal and name not in found:
-                    found.append(name)
-                    todo.append(name)
-        return found
-
     units = []
     for index, root in enumerate(roots or [None]):
-        names = group(root) if root is not None else []
+        names = _group(functions, internal, root) if root is not None else []
         size = sum(1 for name in names for _ in functions[name].walk())
         first = index == 0  # (defines the globals: @main's unit, if there is a @main)
         units.append(_Unit(lambda names=names, first=first: _translate(
