@@ -210,9 +210,10 @@ def _measured(tasks: Sequence[ScheduleTask], spent: float = 0.0) -> list[dict | 
 
 class _Budget:
     """The measuring a build may do (`MEASURING_BUDGET`): the wall time spent finding
-    the kernels, choosing, compiling and timing candidates, against the build's own compilation, estimated
-    from the candidates' compile times (in the workers: what compiling the kernel
-    once costs here) times the build's distinct kernels, over the compile jobs."""
+    the kernels, choosing, compiling and timing candidates, against the build's own
+    compilation, estimated from the candidates' compile times (in the workers: what
+    compiling the kernel once costs here) times the build's distinct kernels, over the
+    compile jobs."""
 
     def __init__(self, kernels: int, jobs: int, spent: float = 0.0):
         self.kernels = kernels

@@ -24,12 +24,6 @@ from xweave.passes import get_all_passes
 from xweave.target import set_target
 
 
-def _print(op) -> str:
-    stream = io.StringIO()
-    Printer(stream=stream).print_op(op)
-    return stream.getvalue()
-
-
 def kernel_module(kernel: func.FuncOp, name: str | None = None, target=None) -> ModuleOp:
     """A `builtin.module` holding a copy of `kernel` (renamed to `name`); with `target`,
     the module records it (`xweave.target`)."""
@@ -49,7 +43,9 @@ def kernel_text(kernel: func.FuncOp, name: str | None = None, target=None) -> st
 
 def module_text(module: ModuleOp) -> str:
     """A module as text (xDSL's generic printer, as the workload digest reads it)."""
-    return _print(module)
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue()
 
 
 def _type_text(t) -> str:
